@@ -1,0 +1,16 @@
+# Compiler flags shared by every kstate target: strict warnings (errors by default)
+# and the optional sanitizer build. Third-party headers are included as SYSTEM so
+# their warnings do not fail our build.
+add_library(kstate_flags INTERFACE)
+target_compile_options(kstate_flags INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
+  -Wcast-align -Wunused -Woverloaded-virtual
+  -Wimplicit-fallthrough -Wformat=2)
+if(KSTATE_WERROR)
+  target_compile_options(kstate_flags INTERFACE -Werror)
+endif()
+if(KSTATE_SANITIZE)
+  set(_san -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_compile_options(kstate_flags INTERFACE ${_san})
+  target_link_options(kstate_flags INTERFACE ${_san})
+endif()

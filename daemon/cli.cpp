@@ -1,0 +1,114 @@
+// CLI11-based parsing of kstate's subcommands and common flags, and dispatch to the
+// subcommand handlers. Keeps the contract of DESIGN.md: usage errors exit 2 with one
+// clear line on stderr.
+#include "daemon/cli.hpp"
+
+#include <openssl/opensslv.h>
+#include <rapidjson/rapidjson.h>
+#include <spdlog/version.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/version.hpp>
+#include <sstream>
+
+#include "kstate/build_info.hpp"
+
+namespace kstate::cli {
+namespace {
+
+void add_common_flags(CLI::App& app, CommonOptions& common) {
+  app.add_option("--kubeconfig", common.kubeconfig, "Path to the kubeconfig file");
+  app.add_option("--context", common.context, "Kubeconfig context to use");
+  app.add_option("-o,--output", common.output, "Output format: text, json or junit")
+      ->check(CLI::IsMember({"text", "json", "junit"}));
+  app.add_option("--concurrency", common.concurrency, "States run in parallel")->check(CLI::Range(1, 1024));
+  app.add_option("--qps", common.qps, "Requests per second sent to the API server")->check(CLI::PositiveNumber);
+  app.add_option("--burst", common.burst, "Request burst above --qps")->check(CLI::Range(1, 100000));
+  app.add_option("--field-manager", common.field_manager, "Server-side apply field manager");
+  app.add_flag("--prune,!--no-prune", common.prune, "Delete managed objects no longer in any manifest");
+  app.add_flag("--allow-empty-prune", common.allow_empty_prune,
+               "Allow prune when the manifest directory is empty or missing");
+  app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder");
+  app.add_option("-v,--log-level", common.log_level, "Log level: trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+}
+
+}  // namespace
+
+int print_version(const Invocation& /*invocation*/, std::ostream& out, std::ostream& /*err*/) {
+  out << "kstate " << build_info::version << "\n"
+      << "commit: " << build_info::git_commit << "\n"
+      << "build: " << build_info::build_type << ", " << build_info::compiler << "\n"
+      << "libraries:\n"
+      << "  boost " << BOOST_VERSION / 100000 << "." << BOOST_VERSION / 100 % 1000 << "." << BOOST_VERSION % 100 << "\n"
+      << "  openssl " << OPENSSL_VERSION_STR << "\n"
+      << "  rapidjson " << RAPIDJSON_VERSION_STRING << "\n"
+      << "  yaml-cpp " << build_info::yaml_cpp_version << "\n"
+      << "  spdlog " << SPDLOG_VER_MAJOR << "." << SPDLOG_VER_MINOR << "." << SPDLOG_VER_PATCH << "\n"
+      << "  cli11 " << CLI11_VERSION << "\n"
+      << "  libsystemd " << build_info::systemd_version << "\n"
+      << "  dtl " << build_info::dtl_version << "\n";
+  return exit_ok;
+}
+
+int run(int argc, const char* const* argv, const std::map<std::string, Handler>& handlers, std::ostream& out,
+        std::ostream& err) {
+  CLI::App app{"kstate keeps a Kubernetes cluster in the state a directory of manifests describes.", "kstate"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+
+  Invocation invocation;
+
+  auto* apply = app.add_subcommand("apply", "One reconcile of files/directories, then exit");
+  apply->add_option("paths", invocation.paths, "Manifest files or directories");
+  add_common_flags(*apply, invocation.common);
+
+  auto* test = app.add_subcommand("test", "Same as apply, but every write is dryRun=All; prints diffs");
+  test->add_option("paths", invocation.paths, "Manifest files or directories");
+  add_common_flags(*test, invocation.common);
+
+  auto* daemon = app.add_subcommand("daemon", "Long-running reconciler of a watched directory");
+  daemon->add_option("--config", invocation.config_file, "Config file (default /etc/kstate/config.yaml)");
+  add_common_flags(*daemon, invocation.common);
+
+  auto* discover = app.add_subcommand("discover", "List the resources the server offers");
+  discover->add_flag("--refresh", invocation.refresh, "Ignore the discovery cache");
+  add_common_flags(*discover, invocation.common);
+  discover->get_option("--output")->check(CLI::IsMember({"text", "json"}));
+
+  app.add_subcommand("version", "Print version, commit and library versions");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    out << app.help();
+    return exit_ok;
+  } catch (const CLI::CallForAllHelp& e) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return exit_ok;
+  } catch (const CLI::ParseError& e) {
+    // One clear line: CLI11's message, then where to look.
+    std::string what = e.what();
+    if (what.empty()) {
+      what = "invalid command line";
+    }
+    err << "kstate: " << what << " (see kstate --help)\n";
+    return exit_failed;
+  }
+
+  for (auto* sub : app.get_subcommands()) {
+    invocation.subcommand = sub->get_name();
+  }
+  auto it = handlers.find(invocation.subcommand);
+  if (it == handlers.end() || !it->second) {
+    err << "kstate " << invocation.subcommand << ": not implemented yet\n";
+    return exit_failed;
+  }
+  return it->second(invocation, out, err);
+}
+
+std::map<std::string, Handler> default_handlers() {
+  return {{"version", print_version}};
+}
+
+}  // namespace kstate::cli

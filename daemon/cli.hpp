@@ -1,0 +1,57 @@
+// The command line of DESIGN.md ("Command line"): subcommands, common flags and exit
+// codes. Parsing is separated from running so tests can check the contract without
+// starting anything.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace kstate::cli {
+
+// Exit codes shared by every subcommand (DESIGN.md): `test` uses 1 for pending changes.
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_changes_pending = 1;
+inline constexpr int exit_failed = 2;
+
+// Flags common to the subcommands. Empty/unset values mean "use the default or config".
+struct CommonOptions {
+  std::string kubeconfig;
+  std::string context;
+  std::string output = "text";  // text | json | junit
+  int concurrency = 16;
+  double qps = 50.0;
+  int burst = 100;
+  std::string field_manager = "kstate";
+  std::optional<bool> prune;  // --prune / --no-prune
+  bool allow_empty_prune = false;
+  std::string cache_dir;
+  std::string log_level = "info";
+};
+
+struct Invocation {
+  std::string subcommand;  // apply | test | daemon | discover | version
+  CommonOptions common;
+  std::vector<std::string> paths;  // apply / test
+  std::string config_file;         // daemon
+  bool refresh = false;            // discover
+};
+
+// A subcommand implementation: returns the process exit code.
+using Handler = std::function<int(const Invocation&, std::ostream& out, std::ostream& err)>;
+
+// Parses argv and runs the matching handler. Subcommands without a handler exit 2
+// with "not implemented yet". Usage errors exit 2 with one line on `err`.
+int run(int argc, const char* const* argv, const std::map<std::string, Handler>& handlers, std::ostream& out,
+        std::ostream& err);
+
+// `kstate version`: version, commit and library versions.
+int print_version(const Invocation&, std::ostream& out, std::ostream& err);
+
+// The handlers kstate ships with (filled as subcommands are implemented).
+std::map<std::string, Handler> default_handlers();
+
+}  // namespace kstate::cli

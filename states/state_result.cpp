@@ -1,0 +1,26 @@
+// Serialisation of StateResult into Salt's return structure.
+#include "states/state_result.hpp"
+
+namespace kstate::states {
+
+json::Document to_json(const StateResult& result) {
+  json::Document doc(rapidjson::kObjectType);
+  auto& a = doc.GetAllocator();
+  json::set_string(doc, "id", result.id, a);
+  json::set_string(doc, "name", result.name, a);
+  json::set_string(doc, "function", manifests::to_string(result.function), a);
+  json::Value r;
+  if (result.result.has_value()) {
+    r.SetBool(*result.result);
+  }
+  json::set(doc, "result", std::move(r), a);
+  json::Value changes;
+  changes.CopyFrom(result.changes, a);
+  json::set(doc, "changes", std::move(changes), a);
+  json::set_string(doc, "comment", result.comment, a);
+  json::set(doc, "duration_ms", json::Value(result.duration_ms), a);
+  json::set_string(doc, "source", result.source.to_string(), a);
+  return doc;
+}
+
+}  // namespace kstate::states

@@ -1,0 +1,30 @@
+// The outcome of one state, in Salt's return shape:
+// {id, name, function, result: true|false|null, changes, comment, duration_ms, source}.
+// result is null (nullopt) in test mode where a change would happen.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/json.hpp"
+#include "manifests/state.hpp"
+
+namespace kstate::states {
+
+struct StateResult {
+  std::string id;
+  std::string name;  // Kind/namespace/name of the object
+  manifests::Function function = manifests::Function::object_present;
+  std::optional<bool> result;  // true ok, false failed, nullopt = change pending (test mode)
+  json::Document changes{rapidjson::kObjectType};
+  std::string comment;
+  double duration_ms = 0;
+  manifests::SourcePosition source;
+
+  bool changed() const { return changes.IsObject() && changes.MemberCount() > 0; }
+};
+
+// The Salt-compatible JSON for one result.
+json::Document to_json(const StateResult& result);
+
+}  // namespace kstate::states

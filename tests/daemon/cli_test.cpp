@@ -1,0 +1,72 @@
+// The command-line contract of DESIGN.md: subcommands, exit codes, version output.
+#include "daemon/cli.hpp"
+
+#include <catch2/catch.hpp>
+#include <sstream>
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Run run(std::vector<const char*> args) {
+  args.insert(args.begin(), "kstate");
+  std::ostringstream out;
+  std::ostringstream err;
+  int code = kstate::cli::run(static_cast<int>(args.size()), args.data(), kstate::cli::default_handlers(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST_CASE("kstate version prints version, commit and library versions") {
+  auto r = run({"version"});
+  CHECK(r.code == 0);
+  CHECK(r.out.rfind("kstate 0.", 0) == 0);
+  CHECK(r.out.find("commit: ") != std::string::npos);
+  for (const char* lib :
+       {"boost 1.74", "openssl 3.", "rapidjson 1.1", "yaml-cpp 0.7", "spdlog 1.", "cli11 2.", "libsystemd ", "dtl "}) {
+    INFO(lib);
+    CHECK(r.out.find(lib) != std::string::npos);
+  }
+}
+
+TEST_CASE("kstate --help lists every subcommand of the design") {
+  auto r = run({"--help"});
+  CHECK(r.code == 0);
+  for (const char* sub : {"apply", "test", "daemon", "discover", "version"}) {
+    INFO(sub);
+    CHECK(r.out.find(sub) != std::string::npos);
+  }
+}
+
+TEST_CASE("usage errors exit 2 with one line on stderr") {
+  SECTION("no subcommand") {
+    auto r = run({});
+    CHECK(r.code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  SECTION("unknown flag") {
+    auto r = run({"apply", "--no-such-flag"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--no-such-flag") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  SECTION("bad output format") {
+    auto r = run({"test", "-o", "yaml"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("yaml") != std::string::npos);
+  }
+}
+
+TEST_CASE("a subcommand without an implementation exits 2 saying so") {
+  std::map<std::string, kstate::cli::Handler> none;
+  const char* argv[] = {"kstate", "daemon"};
+  std::ostringstream out;
+  std::ostringstream err;
+  CHECK(kstate::cli::run(2, argv, none, out, err) == 2);
+  CHECK(err.str() == "kstate daemon: not implemented yet\n");
+}
