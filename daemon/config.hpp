@@ -1,0 +1,101 @@
+// The daemon's configuration: a YAML file (default /etc/kstate/config.yaml) whose
+// every key is also a command-line flag, flags overriding the file. One table of keys
+// drives the file parser, the flags and the error messages, so a key cannot exist in
+// one place and not the other. Parsing is pure: text in, DaemonConfig or an Error
+// naming the key (and file:line) out.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "daemon/duration.hpp"
+
+namespace kstate::daemon {
+
+enum class LogFormat { text, json };
+
+// Lease-based leader election, with client-go's defaults (leaderelection.LeaderElectionConfig).
+struct LeaderElectionConfig {
+  bool enabled = false;
+  std::string lease_name = "kstate";
+  std::string lease_namespace = "kube-system";
+  Duration lease_duration = std::chrono::seconds(15);
+  Duration renew_deadline = std::chrono::seconds(10);
+  Duration retry_period = std::chrono::seconds(2);
+};
+
+struct DaemonConfig {
+  std::string manifests_dir = "/etc/kstate/manifests";
+  std::string kubeconfig;  // empty: found as kubectl finds it
+  std::string context;     // empty: the kubeconfig's current context
+  Duration resync_interval = std::chrono::minutes(5);
+  Duration debounce = std::chrono::milliseconds(300);
+  int concurrency = 16;
+  double qps = 50.0;
+  int burst = 100;
+  std::string field_manager = "kstate";
+  std::string applyset_name = "kstate";
+  std::string applyset_namespace = "kube-system";
+  bool prune = true;  // the daemon prunes by default, unlike `kstate apply`
+  bool allow_empty_prune = false;
+  bool adopt = false;
+  LeaderElectionConfig leader_election;
+  std::string listen_address = "127.0.0.1:9842";
+  std::string cache_dir = "/var/cache/kstate";
+  std::string state_dir = "/var/lib/kstate";
+  std::string log_level = "info";
+  LogFormat log_format = LogFormat::text;
+  // Refuse manifests that are writable by other users (they would let them act as kstate).
+  bool check_manifest_permissions = true;
+};
+
+inline constexpr std::string_view default_config_path = "/etc/kstate/config.yaml";
+
+// One configuration key: its dotted path in the file ("leader-election.lease-duration")
+// and its flag ("--leader-election-lease-duration").
+struct ConfigKey {
+  std::string_view path;
+  std::string_view description;
+  bool is_bool = false;
+  std::string flag() const;  // "--" + path with dots replaced by dashes
+};
+
+// Every key the daemon understands, in documentation order.
+const std::vector<ConfigKey>& config_keys();
+
+// A value given on the command line for a key (path as in config_keys()).
+struct ConfigOverride {
+  std::string key;
+  std::string value;
+};
+
+// Parses YAML text on top of `base` (normally the defaults). `source` names the file in
+// errors ("config.yaml:12: resync-interval: invalid duration ..."). An empty document is
+// the defaults.
+Result<DaemonConfig> parse_config(std::string_view yaml_text, std::string_view source,
+                                  DaemonConfig base = DaemonConfig{});
+
+// Applies flag values in order (later wins), then checks the combination.
+Result<DaemonConfig> apply_overrides(DaemonConfig config, const std::vector<ConfigOverride>& overrides);
+
+// Cross-key checks (lease timings) that a single key cannot see.
+Status validate(const DaemonConfig& config);
+
+// Loads the file (a missing file is only an error when `required`, i.e. given with
+// --config), then applies the overrides. The whole start-up path of the config.
+Result<DaemonConfig> load_config(const std::string& path, bool required, const std::vector<ConfigOverride>& overrides);
+
+// Splits "host:port" ("[::1]:9842" for IPv6); used to check listen-address.
+struct HostPort {
+  std::string host;
+  unsigned short port = 0;
+};
+Result<HostPort> parse_host_port(std::string_view address);
+
+std::string_view to_string(LogFormat format);
+
+}  // namespace kstate::daemon

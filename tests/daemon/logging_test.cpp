@@ -1,0 +1,64 @@
+// Logs: levels filter, text lines carry the level, json lines are one valid object each
+// even when the message contains quotes and newlines.
+#include "daemon/logging.hpp"
+
+#include <rapidjson/document.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <catch2/catch.hpp>
+#include <sstream>
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("json log format writes one parsable object per line") {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  REQUIRE(kstate::daemon::setup_logging("info", kstate::daemon::LogFormat::json, sink).ok());
+  spdlog::debug("hidden");
+  spdlog::info("created Deployment {}/{} from {}", "web", "nginx", "apps/web.yaml");
+  spdlog::warn("quote \" and\nnewline");
+  spdlog::default_logger()->flush();
+  const auto lines = lines_of(out.str());
+  REQUIRE(lines.size() == 2);
+  rapidjson::Document first;
+  first.Parse(lines[0].c_str());
+  REQUIRE_FALSE(first.HasParseError());
+  CHECK(std::string(first["level"].GetString()) == "info");
+  CHECK(std::string(first["message"].GetString()) == "created Deployment web/nginx from apps/web.yaml");
+  CHECK(std::string(first["time"].GetString()).back() == 'Z');
+  rapidjson::Document second;
+  second.Parse(lines[1].c_str());
+  REQUIRE_FALSE(second.HasParseError());
+  CHECK(std::string(second["level"].GetString()) == "warning");
+  CHECK(std::string(second["message"].GetString()) == "quote \" and\nnewline");
+}
+
+TEST_CASE("text log format shows the level and honours it") {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  REQUIRE(kstate::daemon::setup_logging("warn", kstate::daemon::LogFormat::text, sink).ok());
+  spdlog::info("not shown");
+  spdlog::error("apply failed");
+  spdlog::default_logger()->flush();
+  const auto lines = lines_of(out.str());
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::EndsWith("error apply failed"));
+}
+
+TEST_CASE("an unknown log level is an error") {
+  auto status = kstate::daemon::setup_logging("chatty", kstate::daemon::LogFormat::text);
+  REQUIRE_FALSE(status.ok());
+  CHECK_THAT(status.error().message, Catch::Contains("chatty"));
+}
