@@ -1,0 +1,60 @@
+// The real sd_notify path: messages arrive on a NOTIFY_SOCKET datagram socket created by
+// the test, in the protocol's KEY=VALUE form; the watchdog interval is half WATCHDOG_USEC.
+#include "daemon/notifier.hpp"
+
+#include <time.h>
+
+#include <catch2/catch.hpp>
+
+#include "tests/daemon/notify_socket.hpp"
+
+using kstate::daemon::SystemdNotifier;
+using kstate::testing::NotifySocket;
+
+TEST_CASE("systemd notifier sends READY, STATUS, RELOADING, STOPPING and WATCHDOG over NOTIFY_SOCKET") {
+  NotifySocket socket;
+  SystemdNotifier notifier;
+
+  notifier.ready("reconciled 12 states: 3 changed, 0 failed");
+  CHECK(socket.receive() == "READY=1\nSTATUS=reconciled 12 states: 3 changed, 0 failed");
+
+  notifier.status("API server unreachable,\nretrying in 4s");
+  CHECK(socket.receive() == "STATUS=API server unreachable, retrying in 4s");
+
+  timespec before{};
+  clock_gettime(CLOCK_MONOTONIC, &before);
+  notifier.reloading("reloading configuration");
+  auto reloading = socket.receive();
+  REQUIRE(reloading);
+  CHECK_THAT(*reloading, Catch::StartsWith("RELOADING=1\nMONOTONIC_USEC="));
+  CHECK_THAT(*reloading, Catch::EndsWith("\nSTATUS=reloading configuration"));
+  const auto usec_start = reloading->find('=', reloading->find("MONOTONIC_USEC")) + 1;
+  const long long usec = std::stoll(reloading->substr(usec_start));
+  CHECK(usec >= before.tv_sec * 1000000LL);
+  CHECK(usec < (before.tv_sec + 5) * 1000000LL);
+
+  notifier.stopping("stopping");
+  CHECK(socket.receive() == "STOPPING=1\nSTATUS=stopping");
+
+  notifier.watchdog();
+  CHECK(socket.receive() == "WATCHDOG=1");
+}
+
+TEST_CASE("watchdog interval is half of WATCHDOG_USEC, and absent without it") {
+  SystemdNotifier notifier;
+  ::unsetenv("WATCHDOG_USEC");
+  ::unsetenv("WATCHDOG_PID");
+  CHECK_FALSE(notifier.watchdog_interval().has_value());
+
+  ::setenv("WATCHDOG_USEC", "20000000", 1);
+  ::setenv("WATCHDOG_PID", std::to_string(::getpid()).c_str(), 1);
+  auto interval = notifier.watchdog_interval();
+  REQUIRE(interval);
+  CHECK(*interval == std::chrono::seconds(10));
+
+  // Meant for another process (WATCHDOG_PID of a parent): not ours to answer.
+  ::setenv("WATCHDOG_PID", "1", 1);
+  CHECK_FALSE(notifier.watchdog_interval().has_value());
+  ::unsetenv("WATCHDOG_USEC");
+  ::unsetenv("WATCHDOG_PID");
+}
