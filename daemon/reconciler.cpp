@@ -1,0 +1,19 @@
+// ReconcileSummary's one-line description, shared by STATUS= and the logs.
+#include "daemon/reconciler.hpp"
+
+namespace kstate::daemon {
+
+std::string ReconcileSummary::describe() const {
+  if (!api_reachable) {
+    return "API server unreachable: " + error;
+  }
+  std::string text = std::to_string(states) + " states: " + std::to_string(created) + " created, " +
+                     std::to_string(updated) + " updated, " + std::to_string(deleted) + " deleted, " +
+                     std::to_string(unchanged) + " unchanged, " + std::to_string(failed) + " failed";
+  if (!error.empty()) {
+    text += "; error: " + error;
+  }
+  return text;
+}
+
+}  // namespace kstate::daemon

@@ -1,0 +1,54 @@
+// The seam between the daemon's machinery (watcher, timers, signals, notify, HTTP) and
+// the reconcile itself (loading manifests, running states, prune). The runner only
+// knows this interface; the real implementation lives with the states layer, tests use
+// a fake. Calls run on the daemon's event loop and never overlap.
+#pragma once
+
+#include <utility>
+// (Boost 1.74's awaitable.hpp needs <utility> first.)
+#include <boost/asio/awaitable.hpp>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "daemon/config.hpp"
+
+namespace kstate::daemon {
+
+struct ReconcileSummary {
+  // False when the API server could not be reached at all (start-up keeps retrying).
+  bool api_reachable = true;
+  std::size_t states = 0;
+  std::size_t unchanged = 0;
+  std::size_t created = 0;
+  std::size_t updated = 0;
+  std::size_t deleted = 0;
+  std::size_t failed = 0;
+  std::size_t managed_objects = 0;
+  // Why the reconcile could not run or what went wrong outside any one state
+  // (unreadable manifest folder, discovery failure, ...). Never secret material.
+  std::string error;
+
+  bool succeeded() const { return api_reachable && failed == 0 && error.empty(); }
+  // One line for STATUS= and logs: "12 states: 2 created, 1 updated, 0 deleted, 9 unchanged, 0 failed".
+  std::string describe() const;
+};
+
+class Reconciler {
+ public:
+  virtual ~Reconciler() = default;
+  // Loads every manifest and reconciles all states, pruning what vanished (with the
+  // prune guards). Used at start-up, on resync, on SIGHUP and after a full rescan.
+  virtual boost::asio::awaitable<ReconcileSummary> full_reconcile() = 0;
+  // Reloads only these files (absolute paths) and reconciles their states; objects of
+  // removed files are pruned.
+  virtual boost::asio::awaitable<ReconcileSummary> reconcile_files(std::vector<std::string> changed,
+                                                                   std::vector<std::string> removed) = 0;
+  // SIGHUP: the configuration was reloaded; applies to the next reconcile.
+  virtual Status reconfigure(const DaemonConfig& /*config*/) { return ok_status(); }
+  // Shutdown began: finish what is in flight, start nothing new.
+  virtual void request_stop() {}
+};
+
+}  // namespace kstate::daemon

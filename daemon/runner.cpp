@@ -1,0 +1,516 @@
+// The runner is a single coroutine (main_loop) that takes one piece of work at a time,
+// plus small handlers (signals, watcher, resync timer, watchdog timer) that only record
+// work and wake it. So reconciles never overlap, and shutdown only has to wait for the
+// one in flight.
+#include <utility>
+// (Boost 1.74's awaitable.hpp needs <utility> first.)
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <csignal>
+#include <random>
+#include <set>
+
+#include "daemon/http_endpoints.hpp"
+#include "daemon/runner.hpp"
+
+namespace kstate::daemon {
+namespace asio = boost::asio;
+using SteadyClock = std::chrono::steady_clock;
+
+Duration startup_backoff(int attempt, Duration initial, Duration maximum) {
+  Duration delay = initial;
+  for (int i = 1; i < attempt && delay < maximum; ++i) {
+    delay *= 2;
+  }
+  return std::min(delay, maximum);
+}
+
+Duration jittered(Duration interval, double fraction, double random01) {
+  const double factor = 1.0 + fraction * (2.0 * random01 - 1.0);
+  return Duration(static_cast<Duration::rep>(static_cast<double>(interval.count()) * factor));
+}
+
+void PendingWork::add(const ChangeBatch& batch) {
+  if (batch.full_rescan) {
+    request_full(batch.rescan_reason);
+    return;
+  }
+  auto drop = [](std::vector<std::string>& list, const std::string& path) {
+    list.erase(std::remove(list.begin(), list.end(), path), list.end());
+  };
+  for (const auto& path : batch.changed) {
+    drop(removed_, path);
+    if (std::find(changed_.begin(), changed_.end(), path) == changed_.end()) {
+      changed_.push_back(path);
+    }
+  }
+  for (const auto& path : batch.removed) {
+    drop(changed_, path);
+    if (std::find(removed_.begin(), removed_.end(), path) == removed_.end()) {
+      removed_.push_back(path);
+    }
+  }
+}
+
+void PendingWork::request_full(std::string reason) {
+  if (!full_) {
+    reason_ = std::move(reason);
+  }
+  full_ = true;
+}
+
+std::pair<std::vector<std::string>, std::vector<std::string>> PendingWork::take_files() {
+  auto files = std::make_pair(std::move(changed_), std::move(removed_));
+  changed_.clear();
+  removed_.clear();
+  std::sort(files.first.begin(), files.first.end());
+  std::sort(files.second.begin(), files.second.end());
+  return files;
+}
+
+std::string PendingWork::take_full() {
+  changed_.clear();
+  removed_.clear();
+  full_ = false;
+  return std::exchange(reason_, std::string());
+}
+
+struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
+  Impl(asio::io_context& io_context, DaemonConfig daemon_config, Reconciler& reconciler_, Notifier& notifier_,
+       MetricsRegistry& registry_, ConfigReloader reload_, RunnerOptions runner_options)
+      : io(io_context),
+        config(std::move(daemon_config)),
+        reconciler(reconciler_),
+        notifier(notifier_),
+        registry(registry_),
+        metrics(registry_),
+        reload(std::move(reload_)),
+        options(std::move(runner_options)),
+        signals(io_context),
+        wake(io_context),
+        resync_timer(io_context),
+        watchdog_timer(io_context),
+        shutdown_timer(io_context) {
+    if (!options.random) {
+      auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
+      options.random = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
+    }
+  }
+
+  asio::io_context& io;
+  DaemonConfig config;
+  Reconciler& reconciler;
+  Notifier& notifier;
+  MetricsRegistry& registry;
+  DaemonMetrics metrics;
+  ConfigReloader reload;
+  RunnerOptions options;
+  std::function<void(const DaemonConfig&)> config_applied;
+
+  asio::signal_set signals;
+  asio::steady_timer wake;  // a condition variable for the main loop: cancelled to wake it
+  asio::steady_timer resync_timer;
+  asio::steady_timer watchdog_timer;
+  asio::steady_timer shutdown_timer;
+  std::unique_ptr<DirectoryWatcher> watcher;
+  std::uint64_t overflows_reported = 0;
+  std::unique_ptr<HttpServer> http;
+  std::atomic<unsigned short> bound_port{0};
+
+  PendingWork pending;
+  ProbeState probes;
+  bool started = false;  // first reconcile done
+  bool reload_requested = false;
+  bool stopping = false;
+  bool busy = false;
+  bool finished = false;
+  int exit_code = 0;
+
+  void wake_up() { wake.cancel(); }
+
+  // --- set-up -------------------------------------------------------------------------
+
+  Status start_http() {
+    auto address = parse_host_port(config.listen_address);
+    if (!address) {
+      return address.error();
+    }
+    http = std::make_unique<HttpServer>(io.get_executor(), [this](std::string_view method, std::string_view target) {
+      return route_endpoint(method, target, probes, registry);
+    });
+    auto port = http->listen(address->host, address->port);
+    if (!port) {
+      return port.error();
+    }
+    bound_port = *port;
+    spdlog::info("serving /healthz, /readyz and /metrics on {}:{}", address->host, *port);
+    return ok_status();
+  }
+
+  Status start_watcher() {
+    WatchOptions watch;
+    watch.debounce = config.debounce;
+    watch.max_delay = std::max<Duration>(options.watch_max_delay, config.debounce);
+    watch.write_hold = options.watch_write_hold;
+    std::weak_ptr<Impl> weak = shared_from_this();
+    watcher =
+        std::make_unique<DirectoryWatcher>(io.get_executor(), config.manifests_dir, watch, [weak](ChangeBatch batch) {
+          if (auto self = weak.lock()) {
+            self->on_changes(std::move(batch));
+          }
+        });
+    return watcher->start();
+  }
+
+  void on_changes(ChangeBatch batch) {
+    if (stopping) {
+      return;
+    }
+    const auto overflows = watcher ? watcher->overflow_count() : 0;
+    if (overflows > overflows_reported) {
+      metrics.inotify_overflows.add({}, static_cast<double>(overflows - overflows_reported));
+      overflows_reported = overflows;
+    }
+    if (batch.full_rescan) {
+      spdlog::info("full rescan of {}: {}", config.manifests_dir, batch.rescan_reason);
+    } else {
+      spdlog::debug("file changes: {} changed, {} removed", batch.changed.size(), batch.removed.size());
+    }
+    pending.add(batch);
+    wake_up();
+  }
+
+  void wait_signals() {
+    signals.async_wait([self = shared_from_this()](const boost::system::error_code& ec, int signal) {
+      if (ec) {
+        return;
+      }
+      if (signal == SIGHUP) {
+        spdlog::info("SIGHUP: reloading the configuration");
+        self->reload_requested = true;
+        self->wake_up();
+      } else {
+        spdlog::info("{}: shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+        self->begin_shutdown();
+      }
+      self->wait_signals();
+    });
+  }
+
+  void schedule_watchdog() {
+    auto interval = notifier.watchdog_interval();
+    if (!interval) {
+      return;
+    }
+    watchdog_timer.expires_after(*interval);
+    watchdog_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->finished) {
+        return;
+      }
+      self->notifier.watchdog();
+      self->schedule_watchdog();
+    });
+  }
+
+  void schedule_resync() {
+    const Duration delay = jittered(config.resync_interval, options.resync_jitter, options.random());
+    resync_timer.expires_after(delay);
+    resync_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->stopping) {
+        return;
+      }
+      self->pending.request_full("periodic resync");
+      self->wake_up();
+    });
+  }
+
+  // --- shutdown -----------------------------------------------------------------------
+
+  void begin_shutdown() {
+    if (stopping) {
+      spdlog::warn("second stop signal: exiting now");
+      finish();
+      return;
+    }
+    stopping = true;
+    notifier.stopping(busy ? "stopping: finishing the reconcile in progress" : "stopping");
+    reconciler.request_stop();
+    if (watcher) {
+      watcher->stop();
+    }
+    resync_timer.cancel();
+    if (!busy) {
+      finish();
+      return;
+    }
+    shutdown_timer.expires_after(options.shutdown_grace);
+    shutdown_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->finished) {
+        return;
+      }
+      spdlog::warn("the reconcile in progress did not finish within {}; exiting",
+                   format_duration(self->options.shutdown_grace));
+      self->finish();
+    });
+    wake_up();
+  }
+
+  void finish() {
+    if (finished) {
+      return;
+    }
+    finished = true;
+    boost::system::error_code ignored;
+    signals.cancel(ignored);
+    signals.clear(ignored);
+    if (http) {
+      http->stop();
+    }
+    if (watcher) {
+      watcher->stop();
+    }
+    wake.cancel();
+    resync_timer.cancel();
+    watchdog_timer.cancel();
+    shutdown_timer.cancel();
+    // Anything the reconciler still has pending (connection pools, timers) must not keep
+    // the process alive past the bound.
+    io.stop();
+  }
+
+  // --- work ---------------------------------------------------------------------------
+
+  void record(const std::string& kind, const ReconcileSummary& summary, SteadyClock::duration took) {
+    const double seconds = std::chrono::duration<double>(took).count();
+    metrics.reconciles.add({kind, summary.succeeded() ? "success" : "failure"});
+    metrics.reconcile_duration.observe({kind}, seconds);
+    metrics.state_results.add({"unchanged"}, static_cast<double>(summary.unchanged));
+    metrics.state_results.add({"created"}, static_cast<double>(summary.created));
+    metrics.state_results.add({"updated"}, static_cast<double>(summary.updated));
+    metrics.state_results.add({"deleted"}, static_cast<double>(summary.deleted));
+    metrics.state_results.add({"failed"}, static_cast<double>(summary.failed));
+    if (summary.api_reachable) {
+      metrics.managed_objects.set({}, static_cast<double>(summary.managed_objects));
+    }
+    if (summary.succeeded()) {
+      const auto now = std::chrono::system_clock::now().time_since_epoch();
+      metrics.last_success_timestamp.set({}, std::chrono::duration<double>(now).count());
+    }
+    if (summary.api_reachable) {
+      if (started) {
+        probes.ready = true;
+      }
+    } else {
+      probes.ready = false;
+      probes.not_ready_reason = "API server unreachable: " + summary.error;
+    }
+    metrics.ready.set({}, probes.ready ? 1 : 0);
+    const auto level = summary.succeeded() ? spdlog::level::info : spdlog::level::warn;
+    spdlog::log(level, "{} reconcile in {:.3f}s: {}", kind, seconds, summary.describe());
+  }
+
+  asio::awaitable<ReconcileSummary> guarded(asio::awaitable<ReconcileSummary> work) {
+    try {
+      co_return co_await std::move(work);
+    } catch (const std::exception& e) {
+      // Errors are values; an exception here is a bug, reported rather than fatal.
+      ReconcileSummary failed;
+      failed.error = std::string("internal error: ") + e.what();
+      co_return failed;
+    }
+  }
+
+  asio::awaitable<ReconcileSummary> run_full(const std::string& reason) {
+    pending.take_full();  // the full reconcile covers every file event received so far
+    spdlog::debug("full reconcile: {}", reason);
+    busy = true;
+    const auto start = SteadyClock::now();
+    ReconcileSummary summary = co_await guarded(reconciler.full_reconcile());
+    busy = false;
+    record("full", summary, SteadyClock::now() - start);
+    co_return summary;
+  }
+
+  asio::awaitable<ReconcileSummary> run_files() {
+    auto [changed, removed] = pending.take_files();
+    busy = true;
+    const auto start = SteadyClock::now();
+    ReconcileSummary summary = co_await guarded(reconciler.reconcile_files(std::move(changed), std::move(removed)));
+    busy = false;
+    record("files", summary, SteadyClock::now() - start);
+    co_return summary;
+  }
+
+  asio::awaitable<void> wait_for_work(std::optional<Duration> at_most = std::nullopt) {
+    if (at_most) {
+      wake.expires_after(*at_most);
+    } else {
+      wake.expires_at(SteadyClock::time_point::max());
+    }
+    boost::system::error_code ec;
+    co_await wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+
+  void apply_config(DaemonConfig fresh) {
+    const bool watch_changed = fresh.manifests_dir != config.manifests_dir || fresh.debounce != config.debounce;
+    const bool listen_changed = fresh.listen_address != config.listen_address;
+    const bool resync_changed = fresh.resync_interval != config.resync_interval;
+    config = std::move(fresh);
+    if (watch_changed) {
+      watcher.reset();
+      if (auto status = start_watcher(); !status) {
+        spdlog::error("cannot watch {}: {}", config.manifests_dir, status.error().message);
+      }
+    }
+    if (listen_changed) {
+      http.reset();
+      if (auto status = start_http(); !status) {
+        spdlog::error("endpoints: {}", status.error().message);
+      }
+    }
+    if (resync_changed && started) {
+      schedule_resync();
+    }
+    if (auto status = reconciler.reconfigure(config); !status) {
+      spdlog::error("reconfigure: {}", status.error().message);
+    }
+    if (config_applied) {
+      config_applied(config);
+    }
+  }
+
+  // Returns false when the new configuration was refused (the old one stays).
+  bool reload_config() {
+    reload_requested = false;
+    auto fresh = reload ? reload() : Result<DaemonConfig>(config);
+    if (!fresh) {
+      spdlog::error("configuration reload failed, keeping the previous one: {}", fresh.error().message);
+      return false;
+    }
+    apply_config(std::move(*fresh));
+    return true;
+  }
+
+  asio::awaitable<void> main_loop() {
+    auto self = shared_from_this();
+    // Start-up: keep trying until the API server answers (the control plane may still be starting).
+    for (int attempt = 1; !stopping; ++attempt) {
+      if (reload_requested) {
+        reload_config();
+      }
+      ReconcileSummary summary = co_await run_full("start-up");
+      if (summary.api_reachable) {
+        started = true;
+        probes.ready = true;
+        metrics.ready.set({}, 1);
+        if (!stopping) {
+          notifier.ready(summary.describe());
+        }
+        break;
+      }
+      const Duration delay = startup_backoff(attempt, options.startup_backoff_initial, options.startup_backoff_max);
+      const std::string status = "waiting for the API server (attempt " + std::to_string(attempt) +
+                                 "): " + summary.error + "; retrying in " + format_duration(delay);
+      probes.not_ready_reason = status;
+      notifier.status(status);
+      spdlog::warn("{}", status);
+      co_await wait_for_work(delay);
+    }
+    if (!stopping) {
+      schedule_resync();
+    }
+    while (!stopping) {
+      if (reload_requested) {
+        notifier.reloading("reloading configuration");
+        const bool applied = reload_config();
+        ReconcileSummary summary = co_await run_full("configuration reload");
+        if (stopping) {
+          break;
+        }
+        notifier.ready(applied ? summary.describe()
+                               : "configuration reload failed, kept the previous one; " + summary.describe());
+        schedule_resync();
+        continue;
+      }
+      if (pending.full_requested()) {
+        ReconcileSummary summary = co_await run_full(pending.take_full());
+        notifier.status(summary.describe());
+        if (!stopping) {
+          schedule_resync();
+        }
+        continue;
+      }
+      if (pending.has_files()) {
+        ReconcileSummary summary = co_await run_files();
+        notifier.status(summary.describe());
+        continue;
+      }
+      co_await wait_for_work();
+    }
+    finish();
+  }
+};
+
+DaemonRunner::DaemonRunner(asio::io_context& io, DaemonConfig config, Reconciler& reconciler, Notifier& notifier,
+                           MetricsRegistry& registry, ConfigReloader reload, RunnerOptions options)
+    : impl_(std::make_shared<Impl>(io, std::move(config), reconciler, notifier, registry, std::move(reload),
+                                   std::move(options))) {}
+
+DaemonRunner::~DaemonRunner() = default;
+
+int DaemonRunner::run() {
+  auto& impl = *impl_;
+  impl.metrics.leader.set({}, 1);  // without leader election every instance writes
+  if (auto status = impl.start_http(); !status) {
+    spdlog::error("{}", status.error().message);
+    return 2;
+  }
+  if (auto status = impl.start_watcher(); !status) {
+    spdlog::error("cannot watch {}: {}", impl.config.manifests_dir, status.error().message);
+    return 2;
+  }
+  boost::system::error_code ec;
+  for (int signal : {SIGHUP, SIGTERM, SIGINT}) {
+    impl.signals.add(signal, ec);
+    if (ec) {
+      spdlog::error("cannot handle signal {}: {}", signal, ec.message());
+      return 2;
+    }
+  }
+  impl.wait_signals();
+  impl.schedule_watchdog();
+  impl.notifier.status("starting: first reconcile of " + impl.config.manifests_dir);
+  asio::co_spawn(impl.io, impl.main_loop(), asio::detached);
+  impl.io.run();
+  return impl.exit_code;
+}
+
+void DaemonRunner::request_shutdown() {
+  asio::post(impl_->io, [self = impl_] { self->begin_shutdown(); });
+}
+
+void DaemonRunner::request_reload() {
+  asio::post(impl_->io, [self = impl_] {
+    self->reload_requested = true;
+    self->wake_up();
+  });
+}
+
+unsigned short DaemonRunner::http_port() const {
+  return impl_->bound_port;
+}
+
+void DaemonRunner::on_config_applied(std::function<void(const DaemonConfig&)> callback) {
+  impl_->config_applied = std::move(callback);
+}
+
+}  // namespace kstate::daemon

@@ -1,0 +1,329 @@
+// The daemon runner end to end with a fake Reconciler: a real NOTIFY_SOCKET (READY,
+// STATUS, RELOADING with MONOTONIC_USEC, STOPPING, WATCHDOG), real signals (SIGHUP,
+// SIGTERM), real files in a watched folder, and /readyz and /metrics over HTTP.
+// Durations are shrunk (20 ms debounce, 10 ms backoff) so no test waits long.
+#include "daemon/runner.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "tests/daemon/fake_reconciler.hpp"
+#include "tests/daemon/http_client.hpp"
+#include "tests/daemon/notify_socket.hpp"
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using kstate::daemon::ChangeBatch;
+using kstate::daemon::DaemonConfig;
+using kstate::daemon::DaemonRunner;
+using kstate::daemon::PendingWork;
+using kstate::testing::FakeReconciler;
+using kstate::testing::NotifySocket;
+
+TEST_CASE("start-up backoff doubles up to its cap") {
+  using kstate::daemon::startup_backoff;
+  CHECK(startup_backoff(1, 1s, 60s) == 1s);
+  CHECK(startup_backoff(2, 1s, 60s) == 2s);
+  CHECK(startup_backoff(4, 1s, 60s) == 8s);
+  CHECK(startup_backoff(7, 1s, 60s) == 60s);
+  CHECK(startup_backoff(100, 1s, 60s) == 60s);
+}
+
+TEST_CASE("resync jitter spreads the interval by the fraction, driven by the injected randomness") {
+  using kstate::daemon::jittered;
+  CHECK(jittered(300s, 0.1, 0.0) == 270s);
+  CHECK(jittered(300s, 0.1, 0.5) == 300s);
+  CHECK(jittered(300s, 0.1, 0.999999) > 329s);
+  CHECK(jittered(300s, 0.0, 0.9) == 300s);
+}
+
+TEST_CASE("pending work merges file batches and a full request covers them") {
+  PendingWork pending;
+  pending.add(ChangeBatch{{"/m/a.yaml", "/m/b.yaml"}, {}, false, ""});
+  pending.add(ChangeBatch{{}, {"/m/a.yaml", "/m/c.yaml"}, false, ""});
+  pending.add(ChangeBatch{{"/m/c.yaml"}, {}, false, ""});
+  REQUIRE(pending.has_files());
+  auto [changed, removed] = pending.take_files();
+  CHECK(changed == std::vector<std::string>{"/m/b.yaml", "/m/c.yaml"});
+  CHECK(removed == std::vector<std::string>{"/m/a.yaml"});
+  CHECK_FALSE(pending.has_files());
+
+  pending.add(ChangeBatch{{"/m/d.yaml"}, {}, false, ""});
+  pending.add(ChangeBatch{{}, {}, true, "inotify queue overflow"});
+  CHECK(pending.full_requested());
+  CHECK(pending.take_full() == "inotify queue overflow");
+  CHECK_FALSE(pending.has_files());
+}
+
+namespace {
+
+struct RunningDaemon {
+  fs::path base;
+  fs::path manifests;
+  NotifySocket notify;
+  boost::asio::io_context io;
+  FakeReconciler reconciler;
+  kstate::daemon::SystemdNotifier notifier;
+  kstate::daemon::MetricsRegistry registry;
+  DaemonConfig config;
+  kstate::daemon::RunnerOptions options;
+  std::function<kstate::Result<DaemonConfig>()> reloader;
+  std::unique_ptr<DaemonRunner> runner;
+  std::thread loop;
+  int exit_code = -1;
+  std::vector<std::string> messages;
+
+  RunningDaemon() {
+    std::random_device random;
+    base = fs::temp_directory_path() / ("kstate-runner-" + std::to_string(::getpid()) + "-" + std::to_string(random()));
+    manifests = base / "manifests";
+    fs::create_directories(manifests);
+    config.manifests_dir = manifests.string();
+    config.listen_address = "127.0.0.1:0";
+    config.debounce = 20ms;
+    config.resync_interval = 1h;
+    options.startup_backoff_initial = 10ms;
+    options.startup_backoff_max = 40ms;
+    options.shutdown_grace = 2s;
+    options.random = [] { return 0.5; };
+  }
+  ~RunningDaemon() {
+    if (loop.joinable()) {
+      runner->request_shutdown();
+      loop.join();
+    }
+    std::error_code ignored;
+    fs::remove_all(base, ignored);
+  }
+
+  void start() {
+    runner = std::make_unique<DaemonRunner>(io, config, reconciler, notifier, registry, reloader, options);
+    loop = std::thread([this] { exit_code = runner->run(); });
+    // Signals are handled once the first STATUS is out.
+    auto first = next_message();
+    REQUIRE(first);
+    CHECK_THAT(*first, Catch::StartsWith("STATUS=starting"));
+  }
+
+  std::optional<std::string> next_message(std::chrono::milliseconds timeout = 3000ms) {
+    auto message = notify.receive(timeout);
+    if (message) {
+      messages.push_back(*message);
+    }
+    return message;
+  }
+
+  // Reads messages until one starts with `prefix`; skips WATCHDOG=1 pings.
+  std::optional<std::string> wait_for(const std::string& prefix, std::chrono::milliseconds timeout = 3000ms) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto message = next_message(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now() + 1ms));
+      if (message && message->starts_with(prefix)) {
+        return message;
+      }
+    }
+    return std::nullopt;
+  }
+
+  bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 3000ms) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!condition()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return false;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return true;
+  }
+
+  int stop_with(int signal) {
+    ::kill(::getpid(), signal);
+    loop.join();
+    while (next_message(50ms)) {
+      // collect what was sent while stopping
+    }
+    return exit_code;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("runner: READY after the first reconcile, file changes reconciled, SIGHUP reloads, SIGTERM stops") {
+  RunningDaemon daemon;
+  std::atomic<int> reloads{0};
+  daemon.reloader = [&]() -> kstate::Result<DaemonConfig> {
+    ++reloads;
+    DaemonConfig fresh = daemon.config;
+    fresh.debounce = 30ms;
+    return fresh;
+  };
+  daemon.start();
+
+  auto ready = daemon.wait_for("READY=1");
+  REQUIRE(ready);
+  CHECK(*ready == "READY=1\nSTATUS=5 states: 0 created, 0 updated, 0 deleted, 5 unchanged, 0 failed");
+  CHECK(daemon.reconciler.count("full") == 1);
+
+  const auto port = daemon.runner->http_port();
+  REQUIRE(port != 0);
+  CHECK(kstate::testing::http_get(port, "/healthz").status == 200);
+  CHECK(kstate::testing::http_get(port, "/readyz").status == 200);
+  auto metrics = kstate::testing::http_get(port, "/metrics").body;
+  CHECK_THAT(metrics, Catch::Contains("kstate_reconciles_total{kind=\"full\",result=\"success\"} 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("kstate_managed_objects 5\n"));
+  CHECK_THAT(metrics, Catch::Contains("kstate_ready 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("kstate_leader 1\n"));
+
+  // A dropped file is reconciled alone.
+  std::ofstream(daemon.manifests / "app.yaml") << "kind: ConfigMap\n";
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
+  auto status = daemon.wait_for("STATUS=");
+  REQUIRE(status);
+  CHECK(*status == "STATUS=1 states: 0 created, 0 updated, 0 deleted, 1 unchanged, 0 failed");
+  auto calls = daemon.reconciler.calls();
+  CHECK(calls.back().changed == std::vector<std::string>{(daemon.manifests / "app.yaml").string()});
+
+  fs::remove(daemon.manifests / "app.yaml");
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 2; }));
+  CHECK(daemon.reconciler.calls().back().removed == std::vector<std::string>{(daemon.manifests / "app.yaml").string()});
+
+  // SIGHUP: RELOADING=1 with MONOTONIC_USEC, config reloaded, full reconcile, READY=1.
+  ::kill(::getpid(), SIGHUP);
+  auto reloading = daemon.wait_for("RELOADING=1");
+  REQUIRE(reloading);
+  CHECK_THAT(*reloading, Catch::Contains("\nMONOTONIC_USEC="));
+  auto ready_again = daemon.wait_for("READY=1");
+  REQUIRE(ready_again);
+  CHECK(reloads == 1);
+  CHECK(daemon.reconciler.count("full") == 2);
+  CHECK(daemon.reconciler.reconfigured_debounce() == std::vector<kstate::daemon::Duration>{30ms});
+
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+  CHECK(std::any_of(daemon.messages.begin(), daemon.messages.end(),
+                    [](const std::string& m) { return m.starts_with("STOPPING=1"); }));
+  CHECK(daemon.reconciler.stop_requested());
+}
+
+TEST_CASE("runner: an unreachable API server is retried with backoff, reported in STATUS and /readyz") {
+  RunningDaemon daemon;
+  daemon.reconciler.fail_api_first(3);
+  daemon.options.startup_backoff_initial = 150ms;  // long enough to probe /readyz in between
+  daemon.options.startup_backoff_max = 150ms;
+  daemon.start();
+
+  auto waiting = daemon.wait_for("STATUS=waiting for the API server");
+  REQUIRE(waiting);
+  CHECK(*waiting ==
+        "STATUS=waiting for the API server (attempt 1): dial tcp 127.0.0.1:6443: connection refused; retrying in "
+        "150ms");
+  auto readyz = kstate::testing::http_get(daemon.runner->http_port(), "/readyz");
+  CHECK(readyz.status == 503);
+  CHECK_THAT(readyz.body, Catch::Contains("waiting for the API server"));
+  CHECK_THAT(readyz.body, Catch::Contains("connection refused"));
+
+  auto ready = daemon.wait_for("READY=1");
+  REQUIRE(ready);
+  CHECK(daemon.reconciler.count("full") == 4);
+  CHECK(std::count_if(daemon.messages.begin(), daemon.messages.end(),
+                      [](const std::string& m) { return m.starts_with("STATUS=waiting for the API server"); }) == 3);
+  CHECK(kstate::testing::http_get(daemon.runner->http_port(), "/readyz").status == 200);
+  auto metrics = kstate::testing::http_get(daemon.runner->http_port(), "/metrics").body;
+  CHECK_THAT(metrics, Catch::Contains("kstate_reconciles_total{kind=\"full\",result=\"failure\"} 3\n"));
+  CHECK(daemon.stop_with(SIGINT) == 0);
+}
+
+TEST_CASE("runner: SIGTERM lets the reconcile in flight finish, then exits 0") {
+  RunningDaemon daemon;
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  daemon.reconciler.set_duration(400ms);
+  std::ofstream(daemon.manifests / "big.yaml") << "kind: ConfigMap\n";
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
+  ::kill(::getpid(), SIGTERM);
+  auto stopping = daemon.wait_for("STOPPING=1");
+  REQUIRE(stopping);
+  CHECK(*stopping == "STOPPING=1\nSTATUS=stopping: finishing the reconcile in progress");
+  daemon.loop.join();
+  CHECK(daemon.exit_code == 0);
+  auto calls = daemon.reconciler.calls();
+  CHECK(calls.back().finished);  // not abandoned half-way
+  CHECK(daemon.reconciler.count("files") == 1);
+}
+
+TEST_CASE("runner: a reconcile longer than the shutdown bound does not hold up the exit") {
+  RunningDaemon daemon;
+  daemon.options.shutdown_grace = 100ms;
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  daemon.reconciler.set_duration(10s);
+  std::ofstream(daemon.manifests / "huge.yaml") << "kind: ConfigMap\n";
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  CHECK_FALSE(daemon.reconciler.calls().back().finished);
+}
+
+TEST_CASE("runner: periodic resync runs full reconciles at the jittered interval") {
+  RunningDaemon daemon;
+  daemon.config.resync_interval = 100ms;
+  daemon.options.resync_jitter = 0.5;
+  daemon.options.random = [] { return 0.0; };  // always the shortest: 50 ms
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") >= 4; }));
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took >= 140ms);  // three resyncs of 50 ms each, not sooner
+  CHECK(took < 1500ms);
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
+TEST_CASE("runner: WATCHDOG=1 is sent at half of WATCHDOG_USEC from the loop") {
+  ::setenv("WATCHDOG_USEC", "200000", 1);
+  ::setenv("WATCHDOG_PID", std::to_string(::getpid()).c_str(), 1);
+  RunningDaemon daemon;
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  const auto start = std::chrono::steady_clock::now();
+  int pings = 0;
+  while (pings < 3) {
+    auto message = daemon.next_message(1000ms);
+    REQUIRE(message);
+    if (*message == "WATCHDOG=1") {
+      ++pings;
+    }
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::unsetenv("WATCHDOG_USEC");
+  ::unsetenv("WATCHDOG_PID");
+  CHECK(took >= 200ms);  // 100 ms apart
+  CHECK(took < 1000ms);
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
+TEST_CASE("runner: a bad config on SIGHUP keeps the old one and still answers READY") {
+  RunningDaemon daemon;
+  daemon.reloader = []() -> kstate::Result<DaemonConfig> {
+    return kstate::Error(kstate::ErrorKind::invalid_input, "config.yaml:3: debounce: invalid duration");
+  };
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  ::kill(::getpid(), SIGHUP);
+  REQUIRE(daemon.wait_for("RELOADING=1"));
+  auto ready = daemon.wait_for("READY=1");
+  REQUIRE(ready);
+  CHECK_THAT(*ready, Catch::Contains("configuration reload failed, kept the previous one"));
+  CHECK(daemon.reconciler.reconfigured_debounce().empty());
+  // The watcher still runs with the old settings.
+  std::ofstream(daemon.manifests / "after.yaml") << "kind: ConfigMap\n";
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
