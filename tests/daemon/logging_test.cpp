@@ -20,9 +20,16 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+// The tests log into a local stream: put the previous logger back before it goes away.
+struct RestoreDefaultLogger {
+  std::shared_ptr<spdlog::logger> saved = spdlog::default_logger();
+  ~RestoreDefaultLogger() { spdlog::set_default_logger(saved); }
+};
+
 }  // namespace
 
 TEST_CASE("json log format writes one parsable object per line") {
+  RestoreDefaultLogger restore;
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
   REQUIRE(kstate::daemon::setup_logging("info", kstate::daemon::LogFormat::json, sink).ok());
@@ -46,6 +53,7 @@ TEST_CASE("json log format writes one parsable object per line") {
 }
 
 TEST_CASE("text log format shows the level and honours it") {
+  RestoreDefaultLogger restore;
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
   REQUIRE(kstate::daemon::setup_logging("warn", kstate::daemon::LogFormat::text, sink).ok());
@@ -58,6 +66,7 @@ TEST_CASE("text log format shows the level and honours it") {
 }
 
 TEST_CASE("an unknown log level is an error") {
+  RestoreDefaultLogger restore;
   auto status = kstate::daemon::setup_logging("chatty", kstate::daemon::LogFormat::text);
   REQUIRE_FALSE(status.ok());
   CHECK_THAT(status.error().message, Catch::Contains("chatty"));
