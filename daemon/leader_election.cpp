@@ -1,0 +1,103 @@
+// tryAcquireOrRenew as in client-go's leaderelection.go: get (create if absent), judge
+// expiry on the local observation time, keep acquireTime/transitions when renewing our
+// own lease, bump transitions when taking over, and update with the resourceVersion we
+// read so that two candidates cannot both win.
+#include "daemon/leader_election.hpp"
+
+namespace kstate::daemon {
+
+LeaderElector::LeaderElector(LeaderElectionConfig config, std::string identity, std::function<double()> random01)
+    : config_(std::move(config)), identity_(std::move(identity)), random01_(std::move(random01)) {}
+
+bool LeaderElector::is_leader(TimePoint now) const {
+  return leader_ && last_renew_ && now - *last_renew_ < config_.renew_deadline;
+}
+
+LeaderElector::Step LeaderElector::step(LeaseStore& store, TimePoint now, WallTime wall_now) {
+  const bool was_leader = is_leader(now);
+  auto finish = [&](bool acquired, std::string error) {
+    if (acquired) {
+      leader_ = true;
+      last_renew_ = now;
+    } else if (leader_ && (!is_leader(now) || observed_.holder_identity != identity_)) {
+      leader_ = false;  // lost: renew deadline passed, or someone else holds the lease now
+    }
+    Step result;
+    result.leader = is_leader(now);
+    result.changed = result.leader != was_leader;
+    result.error = std::move(error);
+    // Leaders renew every retryPeriod; candidates retry with client-go's jitter (factor 1.2).
+    result.next_attempt =
+        result.leader
+            ? config_.retry_period
+            : config_.retry_period + std::chrono::duration_cast<Duration>(config_.retry_period * 1.2 * random01_());
+    return result;
+  };
+
+  LeaseRecord desired;
+  desired.holder_identity = identity_;
+  desired.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration);
+  desired.acquire_time = wall_now;
+  desired.renew_time = wall_now;
+
+  auto current = store.get();
+  if (!current) {
+    return finish(false, "get lease: " + current.error().message);
+  }
+  if (!current->has_value()) {
+    auto created = store.create(desired);
+    if (!created) {
+      return finish(false, "create lease: " + created.error().message);
+    }
+    observed_ = *created;
+    observed_time_ = now;
+    return finish(true, "");
+  }
+
+  LeaseRecord& existing = **current;
+  if (!observed_time_ || !existing.same_record(observed_)) {
+    observed_ = existing;
+    observed_time_ = now;
+  }
+  observed_.resource_version = existing.resource_version;
+  const bool held_by_other = !existing.holder_identity.empty() && existing.holder_identity != identity_;
+  const auto observed_lease = std::max<Duration>(existing.lease_duration, Duration::zero());
+  if (held_by_other && *observed_time_ + observed_lease > now) {
+    return finish(false, "");  // another holder's lease is still valid
+  }
+
+  if (existing.holder_identity == identity_) {
+    desired.acquire_time = existing.acquire_time;
+    desired.lease_transitions = existing.lease_transitions;
+  } else {
+    desired.lease_transitions = existing.lease_transitions + 1;
+  }
+  desired.resource_version = existing.resource_version;
+  auto updated = store.update(desired);
+  if (!updated) {
+    return finish(false, "update lease: " + updated.error().message);
+  }
+  observed_ = *updated;
+  observed_time_ = now;
+  return finish(true, "");
+}
+
+Status LeaderElector::release(LeaseStore& store, TimePoint now, WallTime wall_now) {
+  if (!is_leader(now)) {
+    return ok_status();
+  }
+  LeaseRecord released = observed_;
+  released.holder_identity.clear();
+  released.lease_duration = std::chrono::seconds(1);
+  released.renew_time = wall_now;
+  auto updated = store.update(released);
+  leader_ = false;  // whatever the outcome, we stop writing
+  if (!updated) {
+    return updated.error();
+  }
+  observed_ = *updated;
+  observed_time_ = now;
+  return ok_status();
+}
+
+}  // namespace kstate::daemon
