@@ -33,8 +33,10 @@ void add_config_flags(CLI::App& app, std::vector<ConfigOverride>& overrides) {
             "Sets " + flag + " to false");
       }
     } else {
+      // -v is kstate's short form of --log-level in every subcommand.
+      const std::string names = path == "log.level" && app.get_option_no_throw("-v") == nullptr ? "-v," + flag : flag;
       app.add_option_function<std::string>(
-          flag,
+          names,
           [&overrides, path](const std::string& value) {
             overrides.push_back({path, value});
           },

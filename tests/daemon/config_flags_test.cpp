@@ -47,6 +47,13 @@ TEST_CASE("a flag with a bad value fails when applied, naming the flag") {
   CHECK_THAT(config.error().message, Catch::StartsWith("--concurrency: expected an integer"));
 }
 
+TEST_CASE("-v is the short form of --log-level") {
+  auto overrides = parse_flags({"-v", "debug"});
+  REQUIRE(overrides.size() == 1);
+  CHECK(overrides[0].key == "log.level");
+  CHECK(overrides[0].value == "debug");
+}
+
 TEST_CASE("unknown flags are rejected by the parser") {
   CHECK_THROWS_AS(parse_flags({"--resync", "5m"}), CLI::ParseError);
 }

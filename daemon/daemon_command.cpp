@@ -1,0 +1,52 @@
+// Wiring of `kstate daemon`. Config errors are reported before anything starts, as one
+// line on stderr and exit 2 (DESIGN.md's contract for usage and config errors).
+#include "daemon/daemon_command.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/logging.hpp"
+#include "daemon/notifier.hpp"
+
+namespace kstate::daemon {
+
+int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& make_reconciler, std::ostream& err) {
+  const bool config_given = !command.config_path.empty();
+  const std::string config_path = config_given ? command.config_path : std::string(default_config_path);
+  auto load = [config_path, config_given, overrides = command.overrides] {
+    return load_config(config_path, config_given, overrides);
+  };
+  auto config = load();
+  if (!config) {
+    err << "kstate daemon: " << config.error().message << "\n";
+    return 2;
+  }
+  if (auto status = setup_logging(config->log_level, config->log_format); !status) {
+    err << "kstate daemon: " << status.error().message << "\n";
+    return 2;
+  }
+  if (!make_reconciler) {
+    err << "kstate daemon: no reconciler available in this build\n";
+    return 2;
+  }
+  boost::asio::io_context io;
+  auto reconciler = make_reconciler(io, *config);
+  if (!reconciler) {
+    err << "kstate daemon: " << reconciler.error().message << "\n";
+    return 2;
+  }
+  spdlog::info("kstate daemon starting: manifests {}, resync every {}, debounce {}", config->manifests_dir,
+               format_duration(config->resync_interval), format_duration(config->debounce));
+  SystemdNotifier notifier;
+  MetricsRegistry registry;
+  DaemonRunner runner(io, *config, **reconciler, notifier, registry, load, command.runner_options);
+  runner.on_config_applied([](const DaemonConfig& fresh) {
+    if (auto status = setup_logging(fresh.log_level, fresh.log_format); !status) {
+      spdlog::error("log settings: {}", status.error().message);
+    }
+  });
+  const int code = runner.run();
+  spdlog::info("kstate daemon stopped");
+  return code;
+}
+
+}  // namespace kstate::daemon
