@@ -46,6 +46,12 @@ struct State {
   std::vector<std::string> require;  // state IDs or Kind/namespace/name
   bool prune_disabled = false;
   SourcePosition source;
+  // Set for states produced by a state document's `source:` include: the including
+  // state's ID. `require` naming it means every state that has it as parent_id.
+  std::string parent_id;
+  // True when the ID was written by a person in a state document (not derived from the
+  // object); such a state wins over an identical plain-object duplicate.
+  bool from_state_document = false;
 };
 
 }  // namespace kstate::manifests

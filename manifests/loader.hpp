@@ -1,0 +1,141 @@
+// Loading manifests: files and directories -> ordered States plus exact, per-problem
+// errors. This is the one entry point the CLI (`kstate apply|test PATH...`) and the
+// daemon (full scans and single-file reloads) use, so both see the same states, the
+// same IDs and the same messages.
+//
+// What is loaded
+//  - A directory is walked recursively; files named *.yaml, *.yml or *.json are loaded
+//    in lexical (byte) order of their full paths. Skipped: names starting with "."
+//    (dotfiles, dot-directories, the ConfigMap-volume `..data` / `..2024_...` entries:
+//    the volume's visible `key -> ..data/key` symlinks are what is read, so every key is
+//    loaded once and always from the current generation), editor leftovers (`*~`,
+//    `*.swp`, `*.swo`, `*.swx`, `#*#`, vim's `4913`), and anything that is not a regular
+//    file after following symlinks. Symlinks are followed; a file or directory reached
+//    twice (symlink loops, two links to one target) is loaded once.
+//  - A path given explicitly is loaded whatever its extension.
+//  - Each file holds YAML documents (`---`) or JSON; empty documents are ignored.
+//    YAML becomes JSON exactly as kubectl reads it (see yaml_to_json.hpp).
+//
+// Documents
+//  - A document with top-level `apiVersion` and `kind` is a Kubernetes object. `kind:
+//    List` (and any `*List` kind with an `items` array) is expanded: each item is its
+//    own state. The state is object_present with ID `Kind/namespace/name` (`Kind/name`
+//    when the object has no namespace; `generateName` stands in for a missing name),
+//    unless annotations say otherwise:
+//      kstate.io/state: present|updated|absent    kstate.io/strategy: apply|replace|create-only
+//      kstate.io/prune: disabled                   kstate.io/recreate: "true"
+//      kstate.io/wait: "true"                      kstate.io/depends-on: "id, Kind/ns/name, ..."
+//      addonmanager.kubernetes.io/mode: EnsureExists (-> create-only) | Reconcile (-> apply)
+//      kustomize.toolkit.fluxcd.io/prune: disabled (-> prune disabled)
+//    kstate.io/strategy wins over the addon-manager mode.
+//  - Any other mapping is a Salt-style state document: each top-level key is a state ID
+//    mapping one function (object_present | object_updated | object_absent, optionally
+//    prefixed `metalk8s_kubernetes.` or `kubernetes.`) to its arguments, given as a
+//    mapping or as Salt's list of one-key mappings:
+//      manifest: {...}            the object (all functions)
+//      source: path.yaml          file relative to the including file; may hold many
+//                                 objects: one object -> the state keeps its ID; several
+//                                 -> IDs `<id>/<Kind/namespace/name>`; every such state has
+//                                 parent_id = <id>, and `require: [<id>]` means all of them.
+//                                 State documents inside an included file keep their IDs.
+//                                 Include cycles are errors.
+//      apiVersion, kind, name, namespace   (object_absent only) the object to delete
+//      require: id | [id | Kind/ns/name | {module: id}]   wait: bool | attempts |
+//      {attempts, sleep} | {timeout}   strategy: apply|replace|create-only (present,
+//      updated)   recreate: bool (present)   propagation: Background|Foreground|Orphan
+//      (present, absent). Annotations on the manifest apply where no argument is given.
+//  - kustomize build files (`apiVersion: kustomize.config.k8s.io/...`, or a
+//    kustomization.yaml without apiVersion) get one clear error; kstate does not run
+//    kustomize.
+//
+// Checks before anything is sent: apiVersion, kind and metadata.name (or generateName)
+// present and well-formed (DNS-1123 subdomain; labels for Namespace names and DNS-1035
+// for Services; path segments for RBAC kinds), namespace a DNS-1123 label; unknown
+// functions, arguments and annotation values rejected with a "did you mean"
+// suggestion; duplicate state IDs; the same object (group, kind, namespace, name)
+// declared twice with different content or functions; `require` naming nothing known.
+// Identical duplicates (same object, same content, same function: typically a file in
+// the watched directory that a state document also includes by `source:`) are not an
+// error: the state from a state document is kept (its ID is the one people `require`),
+// else the first in load order.
+//
+// Errors never stop other files (or other documents of the same file, except after a
+// YAML syntax error) from loading: a state with an error is left out, and its file is
+// listed in `failed_files` so that prune can be held back.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "manifests/state.hpp"
+#include "manifests/yaml_to_json.hpp"
+
+namespace kstate::manifests {
+
+struct LoadError {
+  SourcePosition position;
+  std::string state_id;  // empty when the problem is not tied to a state
+  std::string message;
+  // "path:line:column: state ID: message", or "path:line:column: message" without an
+  // ID; line and column are left out when unknown ("path: message").
+  std::string to_string() const;
+};
+
+struct LoadLimits {
+  // Largest file read. Bundles of CRDs (e.g. prometheus-operator's) reach a few MiB.
+  std::size_t max_file_bytes = 32 * 1024 * 1024;
+  YamlLimits yaml;  // per document: size 3 MiB, nesting 256, alias expansion 100,000 nodes
+};
+
+struct LoadOptions {
+  LoadLimits limits;
+  // Cross-state checks (duplicate IDs, duplicate objects, `require` targets). The
+  // daemon turns them off when reloading one file, merges the states with the other
+  // files' states, and calls check_states() on the whole set.
+  bool check_references = true;
+};
+
+struct LoadResult {
+  std::vector<State> states;  // files in lexical path order, documents in file order
+  std::vector<LoadError> errors;
+  std::set<std::string> failed_files;              // files with at least one error
+  std::vector<std::string> files;                  // every file read (directory walk and includes), in order
+  std::map<std::string, std::string> file_hashes;  // path -> SHA-256 of the content, lowercase hex
+  // Included file -> files that include it by `source:` (so a change to an included
+  // file can be traced to the files to reload).
+  std::map<std::string, std::set<std::string>> included_by;
+
+  bool ok() const { return errors.empty(); }
+  // All errors, one per line (LoadError::to_string), in the order found.
+  std::string error_text() const;
+};
+
+// Files and directories, as given on the command line or in the daemon's config.
+LoadResult load_paths(const std::vector<std::string>& paths, const LoadOptions& options = {});
+// One file (the daemon's reload of a changed file); its extension is not checked.
+LoadResult load_file(const std::string& path, const LoadOptions& options = {});
+// Text already in memory; `path` names it in messages and resolves relative `source:`.
+LoadResult load_text(std::string_view text, const std::string& path, const LoadOptions& options = {});
+
+// The files load_paths would read for these paths, in load order, with errors for
+// paths that do not exist or cannot be listed.
+std::vector<std::string> list_manifest_files(const std::vector<std::string>& paths, std::vector<LoadError>& errors);
+
+// Cross-state checks over a complete set (see LoadOptions::check_references). Removes
+// states that fail (the later of two conflicting declarations, states whose `require`
+// names nothing known, identical duplicates) and returns one error per problem;
+// `failed_files` receives their files.
+std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::string>& failed_files);
+
+// SHA-256 of bytes as lowercase hex (OpenSSL).
+std::string sha256_hex(std::string_view bytes);
+
+// "did you mean" helper: the candidate closest to `word` (edit distance), or "" when
+// none is close enough to be a plausible typo.
+std::string closest_match(std::string_view word, const std::vector<std::string_view>& candidates);
+
+}  // namespace kstate::manifests

@@ -1,0 +1,1131 @@
+// YAML -> JSON with kubectl's (go-yaml v2 + sigs.k8s.io/yaml) typing rules. libyaml's
+// event parser builds a small tree per document (kept for error positions); the tree
+// is then converted to RapidJSON, resolving plain scalars the YAML 1.1 way, expanding
+// aliases and merge keys under a node budget, and rejecting what JSON cannot hold.
+#include "manifests/yaml_to_json.hpp"
+
+#include <openssl/evp.h>
+#include <yaml.h>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <unordered_map>
+
+namespace kstate::manifests {
+
+namespace {
+
+enum class NodeKind : std::uint8_t { null, scalar, sequence, mapping, alias };
+// Plain scalars without a tag are resolved (YAML 1.1 rules); quoted, block and "!"
+// scalars are strings; anything else carries an explicit tag.
+enum class TagKind : std::uint8_t { plain, non_plain, explicit_tag };
+
+constexpr std::string_view kTagPrefix = "tag:yaml.org,2002:";
+
+}  // namespace
+
+struct YamlNode {
+  NodeKind kind = NodeKind::null;
+  TagKind tag_kind = TagKind::plain;
+  TextPosition position;
+  std::string tag;  // only for TagKind::explicit_tag
+  std::string value;
+  std::vector<int> children;                // sequence items, or mapping key/value pairs
+  std::vector<std::string> converted_keys;  // mapping: JSON key of each pair ("" when unknown)
+  int alias_target = -1;
+};
+
+struct YamlNodeArena {
+  std::vector<YamlNode> nodes;
+};
+
+namespace {
+
+// ---------------------------------------------------------------------------------
+// Input checks
+
+// go-yaml refuses input that is not UTF-8 or holds control characters; kubectl then
+// fails the whole file, and so do we (it also keeps invalid bytes out of JSON).
+bool check_characters(std::string_view text, YamlError& error) {
+  int line = 1;
+  int column = 1;
+  std::size_t i = 0;
+  auto fail = [&](const char* what) {
+    error.position = {line, column};
+    error.message = what;
+    return false;
+  };
+  while (i < text.size()) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    std::uint32_t code_point = 0;
+    std::size_t length = 1;
+    if (byte < 0x80) {
+      code_point = byte;
+    } else if (byte >= 0xC2 && byte <= 0xDF) {
+      length = 2;
+      code_point = byte & 0x1Fu;
+    } else if (byte >= 0xE0 && byte <= 0xEF) {
+      length = 3;
+      code_point = byte & 0x0Fu;
+    } else if (byte >= 0xF0 && byte <= 0xF4) {
+      length = 4;
+      code_point = byte & 0x07u;
+    } else {
+      return fail("invalid UTF-8 byte (manifests must be UTF-8 text)");
+    }
+    if (i + length > text.size()) {
+      return fail("incomplete UTF-8 sequence (manifests must be UTF-8 text)");
+    }
+    for (std::size_t k = 1; k < length; ++k) {
+      auto continuation = static_cast<unsigned char>(text[i + k]);
+      if ((continuation & 0xC0u) != 0x80u) {
+        return fail("invalid UTF-8 sequence (manifests must be UTF-8 text)");
+      }
+      code_point = (code_point << 6) | (continuation & 0x3Fu);
+    }
+    bool overlong = (length == 3 && code_point < 0x800) || (length == 4 && code_point < 0x10000);
+    bool surrogate = code_point >= 0xD800 && code_point <= 0xDFFF;
+    if (overlong || surrogate || code_point > 0x10FFFF) {
+      return fail("invalid UTF-8 sequence (manifests must be UTF-8 text)");
+    }
+    // YAML's printable set (c-printable); tab, LF, CR and NEL are allowed.
+    bool printable = code_point == 0x09 || code_point == 0x0A || code_point == 0x0D ||
+                     (code_point >= 0x20 && code_point <= 0x7E) || code_point == 0x85 ||
+                     (code_point >= 0xA0 && code_point <= 0xD7FF) || (code_point >= 0xE000 && code_point <= 0xFFFD) ||
+                     code_point >= 0x10000;
+    if (!printable) {
+      return fail("control characters are not allowed in YAML");
+    }
+    if (code_point == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += length;
+  }
+  return true;
+}
+
+// Go's encoding/json writes each byte of an invalid UTF-8 sequence as U+FFFD.
+std::string to_valid_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  std::size_t i = 0;
+  while (i < bytes.size()) {
+    auto byte = static_cast<unsigned char>(bytes[i]);
+    std::size_t length = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+    if (byte < 0x80) {
+      length = 1;
+    } else if (byte >= 0xC2 && byte <= 0xDF) {
+      length = 2;
+    } else if (byte >= 0xE0 && byte <= 0xEF) {
+      length = 3;
+      if (byte == 0xE0) {
+        low = 0xA0;
+      } else if (byte == 0xED) {
+        high = 0x9F;
+      }
+    } else if (byte >= 0xF0 && byte <= 0xF4) {
+      length = 4;
+      if (byte == 0xF0) {
+        low = 0x90;
+      } else if (byte == 0xF4) {
+        high = 0x8F;
+      }
+    }
+    bool valid = length > 0 && i + length <= bytes.size();
+    for (std::size_t k = 1; valid && k < length; ++k) {
+      auto continuation = static_cast<unsigned char>(bytes[i + k]);
+      unsigned char lower_bound = k == 1 ? low : 0x80;
+      unsigned char upper_bound = k == 1 ? high : 0xBF;
+      valid = continuation >= lower_bound && continuation <= upper_bound;
+    }
+    if (valid) {
+      out.append(bytes.substr(i, length));
+      i += length;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// Building the tree from libyaml events
+
+// Builds one tree per document from libyaml's events (libyaml is the C parser that
+// go-yaml, and so kubectl, is a port of: same scanner, same syntax errors).
+class TreeBuilder {
+ public:
+  TreeBuilder(const YamlLimits& limits, std::vector<YamlError>& errors) : limits_(limits), errors_(errors) {}
+
+  struct Built {
+    std::shared_ptr<YamlNodeArena> arena;
+    int root = -1;  // -1: empty document
+    TextPosition start;
+  };
+  std::vector<Built> documents;
+
+  // Parses the whole stream; stops at the first syntax error or exceeded limit.
+  void run(std::string_view text) {
+    yaml_parser_t parser;
+    if (yaml_parser_initialize(&parser) == 0) {
+      errors_.push_back({{0, 0}, "cannot initialise the YAML parser"});
+      return;
+    }
+    yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+    bool done = false;
+    while (!done) {
+      yaml_event_t event;
+      if (yaml_parser_parse(&parser, &event) == 0) {
+        report_syntax_error(parser);
+        break;
+      }
+      done = event.type == YAML_STREAM_END_EVENT;
+      bool keep_going = handle(event);
+      yaml_event_delete(&event);
+      if (!keep_going) {
+        break;
+      }
+    }
+    yaml_parser_delete(&parser);
+  }
+
+ private:
+  static TextPosition to_position(const yaml_mark_t& mark) {
+    return {static_cast<int>(mark.line) + 1, static_cast<int>(mark.column) + 1};
+  }
+  std::vector<YamlNode>& nodes() { return current_.arena->nodes; }
+
+  void report_syntax_error(const yaml_parser_t& parser) {
+    std::string message = "YAML syntax error: ";
+    message += parser.problem != nullptr ? parser.problem : "unknown problem";
+    if (parser.context != nullptr) {
+      message += std::string(" (") + parser.context + " at line " + std::to_string(parser.context_mark.line + 1) +
+                 ", column " + std::to_string(parser.context_mark.column + 1) + ")";
+    }
+    errors_.push_back({to_position(parser.problem_mark), std::move(message)});
+  }
+
+  bool handle(const yaml_event_t& event) {
+    switch (event.type) {
+      case YAML_DOCUMENT_START_EVENT:
+        current_ = Built{};
+        current_.arena = std::make_shared<YamlNodeArena>();
+        current_.start = to_position(event.start_mark);
+        document_start_offset_ = event.start_mark.index;
+        stack_.clear();
+        anchors_.clear();
+        return true;
+      case YAML_DOCUMENT_END_EVENT:
+        documents.push_back(std::move(current_));
+        return true;
+      case YAML_SCALAR_EVENT: {
+        const auto& scalar = event.data.scalar;
+        if (!check_size(event.start_mark, scalar.length)) {
+          return false;
+        }
+        int index = add_node(event.start_mark, NodeKind::scalar);
+        YamlNode& node = nodes()[static_cast<std::size_t>(index)];
+        node.value.assign(reinterpret_cast<const char*>(scalar.value), scalar.length);
+        if (scalar.tag != nullptr && std::string_view(reinterpret_cast<const char*>(scalar.tag)) != "!") {
+          node.tag_kind = TagKind::explicit_tag;
+          node.tag = reinterpret_cast<const char*>(scalar.tag);
+        } else {
+          // go-yaml: untagged plain scalars are resolved; quoted, block and "!" ones are strings.
+          node.tag_kind =
+              scalar.tag == nullptr && scalar.style == YAML_PLAIN_SCALAR_STYLE ? TagKind::plain : TagKind::non_plain;
+        }
+        remember_anchor(scalar.anchor, index);
+        return true;
+      }
+      case YAML_ALIAS_EVENT: {
+        if (!check_size(event.start_mark, 0)) {
+          return false;
+        }
+        int index = add_node(event.start_mark, NodeKind::alias);
+        std::string name(reinterpret_cast<const char*>(event.data.alias.anchor));
+        auto found = anchors_.find(name);
+        if (found == anchors_.end()) {
+          errors_.push_back({to_position(event.start_mark), "unknown anchor '" + name + "' referenced"});
+          return false;
+        }
+        nodes()[static_cast<std::size_t>(index)].alias_target = found->second;
+        return true;
+      }
+      case YAML_SEQUENCE_START_EVENT:
+        return open_collection(event.start_mark, NodeKind::sequence, event.data.sequence_start.tag,
+                               event.data.sequence_start.anchor);
+      case YAML_MAPPING_START_EVENT:
+        return open_collection(event.start_mark, NodeKind::mapping, event.data.mapping_start.tag,
+                               event.data.mapping_start.anchor);
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT:
+        if (!stack_.empty()) {
+          stack_.pop_back();
+        }
+        return true;
+      default:
+        return true;
+    }
+  }
+
+  void remember_anchor(const yaml_char_t* anchor, int index) {
+    if (anchor != nullptr) {
+      anchors_[reinterpret_cast<const char*>(anchor)] = index;
+    }
+  }
+
+  bool check_size(const yaml_mark_t& mark, std::size_t extra) {
+    if (mark.index + extra - document_start_offset_ > limits_.max_document_bytes) {
+      errors_.push_back({to_position(mark), "document is larger than the limit of " +
+                                                std::to_string(limits_.max_document_bytes) +
+                                                " bytes (max_document_bytes)"});
+      return false;
+    }
+    return true;
+  }
+
+  int add_node(const yaml_mark_t& mark, NodeKind kind) {
+    auto index = static_cast<int>(nodes().size());
+    YamlNode node;
+    node.kind = kind;
+    node.position = to_position(mark);
+    nodes().push_back(std::move(node));
+    if (!stack_.empty()) {
+      nodes()[static_cast<std::size_t>(stack_.back())].children.push_back(index);
+    } else if (current_.root < 0) {
+      current_.root = index;
+    }
+    return index;
+  }
+
+  bool open_collection(const yaml_mark_t& mark, NodeKind kind, const yaml_char_t* tag, const yaml_char_t* anchor) {
+    if (!check_size(mark, 0)) {
+      return false;
+    }
+    if (static_cast<int>(stack_.size()) >= limits_.max_nesting_depth) {
+      errors_.push_back({to_position(mark), "nesting is deeper than the limit of " +
+                                                std::to_string(limits_.max_nesting_depth) +
+                                                " levels (max_nesting_depth)"});
+      return false;
+    }
+    int index = add_node(mark, kind);
+    if (tag != nullptr) {
+      nodes()[static_cast<std::size_t>(index)].tag_kind = TagKind::explicit_tag;
+      nodes()[static_cast<std::size_t>(index)].tag = reinterpret_cast<const char*>(tag);
+    }
+    remember_anchor(anchor, index);
+    stack_.push_back(index);
+    return true;
+  }
+
+  const YamlLimits& limits_;
+  std::vector<YamlError>& errors_;
+  Built current_;
+  std::size_t document_start_offset_ = 0;
+  std::vector<int> stack_;
+  std::unordered_map<std::string, int> anchors_;
+};
+
+// ---------------------------------------------------------------------------------
+// Scalar resolution (go-yaml v2 resolve.go semantics)
+
+struct Scalar {
+  enum class Type { string, null_value, boolean, int64, uint64, float64 } type = Type::string;
+  std::string text;
+  bool boolean = false;
+  std::int64_t int64 = 0;
+  std::uint64_t uint64 = 0;
+  double float64 = 0;
+};
+
+const char* short_tag(Scalar::Type type) {
+  switch (type) {
+    case Scalar::Type::string:
+      return "!!str";
+    case Scalar::Type::null_value:
+      return "!!null";
+    case Scalar::Type::boolean:
+      return "!!bool";
+    case Scalar::Type::int64:
+    case Scalar::Type::uint64:
+      return "!!int";
+    case Scalar::Type::float64:
+      return "!!float";
+  }
+  return "!!str";
+}
+
+// strconv.ParseUint(s, 0, 64) for an unsigned body (no sign).
+bool go_parse_uint(std::string_view s, std::uint64_t& out) {
+  if (s.empty()) {
+    return false;
+  }
+  unsigned base = 10;
+  if (s[0] == '0') {
+    if (s.size() >= 3 && (s[1] == 'b' || s[1] == 'B')) {
+      base = 2;
+      s.remove_prefix(2);
+    } else if (s.size() >= 3 && (s[1] == 'o' || s[1] == 'O')) {
+      base = 8;
+      s.remove_prefix(2);
+    } else if (s.size() >= 3 && (s[1] == 'x' || s[1] == 'X')) {
+      base = 16;
+      s.remove_prefix(2);
+    } else {
+      base = 8;
+      s.remove_prefix(1);
+    }
+  }
+  std::uint64_t value = 0;
+  for (char c : s) {
+    unsigned digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = static_cast<unsigned>(c - '0');
+    } else if (c >= 'a' && c <= 'z') {
+      digit = static_cast<unsigned>(c - 'a') + 10;
+    } else if (c >= 'A' && c <= 'Z') {
+      digit = static_cast<unsigned>(c - 'A') + 10;
+    } else {
+      return false;
+    }
+    if (digit >= base) {
+      return false;
+    }
+    if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / base) {
+      return false;  // out of range
+    }
+    value = value * base + digit;
+  }
+  out = value;
+  return true;
+}
+
+// strconv.ParseInt(s, 0, 64).
+bool go_parse_int(std::string_view s, std::int64_t& out) {
+  bool negative = false;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  std::uint64_t magnitude = 0;
+  if (!go_parse_uint(s, magnitude)) {
+    return false;
+  }
+  constexpr std::uint64_t kLimit = std::uint64_t{1} << 63;
+  if (negative) {
+    if (magnitude > kLimit) {
+      return false;
+    }
+    out = magnitude == kLimit ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(magnitude);
+  } else {
+    if (magnitude >= kLimit) {
+      return false;
+    }
+    out = static_cast<std::int64_t>(magnitude);
+  }
+  return true;
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// go-yaml's yamlStyleFloat: ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
+bool is_yaml_style_float(std::string_view s) {
+  std::size_t i = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    ++i;
+  }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    std::size_t digits = i;
+    while (i < s.size() && is_digit(s[i])) {
+      ++i;
+    }
+    if (i == digits) {
+      return false;
+    }
+  } else {
+    std::size_t digits = i;
+    while (i < s.size() && is_digit(s[i])) {
+      ++i;
+    }
+    if (i == digits) {
+      return false;
+    }
+    if (i < s.size() && s[i] == '.') {
+      ++i;
+      while (i < s.size() && is_digit(s[i])) {
+        ++i;
+      }
+    }
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+      ++i;
+    }
+    std::size_t digits = i;
+    while (i < s.size() && is_digit(s[i])) {
+      ++i;
+    }
+    if (i == digits) {
+      return false;
+    }
+  }
+  return i == s.size();
+}
+
+// strconv.ParseFloat for the decimal forms above: overflow is an error, underflow is not.
+bool parse_decimal_float(const std::string& s, double& out) {
+  char* end = nullptr;
+  double value = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || std::isinf(value)) {
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+struct MapEntry {
+  std::string_view text;
+  Scalar::Type type;
+  bool boolean;
+  double float64;
+};
+
+const MapEntry* lookup_resolve_map(std::string_view text) {
+  static const std::array<MapEntry, 39> kEntries = {{
+      {"y", Scalar::Type::boolean, true, 0},
+      {"Y", Scalar::Type::boolean, true, 0},
+      {"yes", Scalar::Type::boolean, true, 0},
+      {"Yes", Scalar::Type::boolean, true, 0},
+      {"YES", Scalar::Type::boolean, true, 0},
+      {"true", Scalar::Type::boolean, true, 0},
+      {"True", Scalar::Type::boolean, true, 0},
+      {"TRUE", Scalar::Type::boolean, true, 0},
+      {"on", Scalar::Type::boolean, true, 0},
+      {"On", Scalar::Type::boolean, true, 0},
+      {"ON", Scalar::Type::boolean, true, 0},
+      {"n", Scalar::Type::boolean, false, 0},
+      {"N", Scalar::Type::boolean, false, 0},
+      {"no", Scalar::Type::boolean, false, 0},
+      {"No", Scalar::Type::boolean, false, 0},
+      {"NO", Scalar::Type::boolean, false, 0},
+      {"false", Scalar::Type::boolean, false, 0},
+      {"False", Scalar::Type::boolean, false, 0},
+      {"FALSE", Scalar::Type::boolean, false, 0},
+      {"off", Scalar::Type::boolean, false, 0},
+      {"Off", Scalar::Type::boolean, false, 0},
+      {"OFF", Scalar::Type::boolean, false, 0},
+      {"", Scalar::Type::null_value, false, 0},
+      {"~", Scalar::Type::null_value, false, 0},
+      {"null", Scalar::Type::null_value, false, 0},
+      {"Null", Scalar::Type::null_value, false, 0},
+      {"NULL", Scalar::Type::null_value, false, 0},
+      {".nan", Scalar::Type::float64, false, std::numeric_limits<double>::quiet_NaN()},
+      {".NaN", Scalar::Type::float64, false, std::numeric_limits<double>::quiet_NaN()},
+      {".NAN", Scalar::Type::float64, false, std::numeric_limits<double>::quiet_NaN()},
+      {".inf", Scalar::Type::float64, false, std::numeric_limits<double>::infinity()},
+      {".Inf", Scalar::Type::float64, false, std::numeric_limits<double>::infinity()},
+      {".INF", Scalar::Type::float64, false, std::numeric_limits<double>::infinity()},
+      {"+.inf", Scalar::Type::float64, false, std::numeric_limits<double>::infinity()},
+      {"+.Inf", Scalar::Type::float64, false, std::numeric_limits<double>::infinity()},
+      {"+.INF", Scalar::Type::float64, false, std::numeric_limits<double>::infinity()},
+      {"-.inf", Scalar::Type::float64, false, -std::numeric_limits<double>::infinity()},
+      {"-.Inf", Scalar::Type::float64, false, -std::numeric_limits<double>::infinity()},
+      {"-.INF", Scalar::Type::float64, false, -std::numeric_limits<double>::infinity()},
+  }};
+  for (const auto& entry : kEntries) {
+    if (entry.text == text) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+// The value of an untagged plain scalar.
+Scalar resolve_plain(const std::string& in) {
+  Scalar result;
+  result.text = in;
+  char hint = 'N';  // empty input: looked up in the map (null)
+  if (!in.empty()) {
+    char first = in[0];
+    if (first == '+' || first == '-') {
+      hint = 'S';
+    } else if (is_digit(first)) {
+      hint = 'D';
+    } else if (first == '.') {
+      hint = '.';
+    } else if (std::string_view("yYnNtTfFoO~").find(first) != std::string_view::npos) {
+      hint = 'M';
+    } else {
+      return result;  // a string
+    }
+  }
+  if (const MapEntry* entry = lookup_resolve_map(in)) {
+    result.type = entry->type;
+    result.boolean = entry->boolean;
+    result.float64 = entry->float64;
+    return result;
+  }
+  if (hint == '.') {
+    double value = 0;
+    if (is_yaml_style_float(in) && parse_decimal_float(in, value)) {
+      result.type = Scalar::Type::float64;
+      result.float64 = value;
+    }
+    return result;
+  }
+  if (hint == 'D' || hint == 'S') {
+    std::string plain;
+    plain.reserve(in.size());
+    for (char c : in) {
+      if (c != '_') {
+        plain += c;
+      }
+    }
+    if (go_parse_int(plain, result.int64)) {
+      result.type = Scalar::Type::int64;
+      return result;
+    }
+    if (go_parse_uint(plain, result.uint64)) {
+      result.type = Scalar::Type::uint64;
+      return result;
+    }
+    double value = 0;
+    if (is_yaml_style_float(plain) && parse_decimal_float(plain, value)) {
+      result.type = Scalar::Type::float64;
+      result.float64 = value;
+      return result;
+    }
+  }
+  return result;
+}
+
+// Go's base64.StdEncoding.DecodeString after dropping CR/LF (which Go ignores).
+bool decode_base64(std::string_view text, std::string& out) {
+  std::string compact;
+  compact.reserve(text.size());
+  for (char c : text) {
+    if (c != '\n' && c != '\r') {
+      compact += c;
+    }
+  }
+  if (compact.size() % 4 != 0) {
+    return false;
+  }
+  std::size_t padding = 0;
+  for (std::size_t i = 0; i < compact.size(); ++i) {
+    char c = compact[i];
+    bool alphabet = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || is_digit(c) || c == '+' || c == '/';
+    if (c == '=') {
+      if (i + 2 < compact.size()) {
+        return false;
+      }
+      ++padding;
+    } else if (!alphabet || padding > 0) {
+      return false;
+    }
+  }
+  out.assign(compact.size() / 4 * 3, '\0');
+  if (compact.empty()) {
+    return true;
+  }
+  int written =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(compact.data()), static_cast<int>(compact.size()));
+  if (written < 0 || static_cast<std::size_t>(written) < padding) {
+    return false;
+  }
+  out.resize(static_cast<std::size_t>(written) - padding);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------
+// Tree -> JSON
+
+class ConversionError {
+ public:
+  ConversionError(TextPosition position, std::string message) : position_(position), message_(std::move(message)) {}
+  TextPosition position() const { return position_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  TextPosition position_;
+  std::string message_;
+};
+
+// strconv.FormatFloat(key, 'g', -1, 32), which sigs.k8s.io/yaml uses for float keys.
+std::string format_float_key(double value) {
+  if (std::isnan(value)) {
+    return ".nan";
+  }
+  if (std::isinf(value)) {
+    return value > 0 ? ".inf" : "-.inf";
+  }
+  auto narrowed = static_cast<float>(value);
+  std::array<char, 64> buffer{};
+  auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), narrowed, std::chars_format::scientific);
+  if (ec != std::errc()) {
+    return std::to_string(value);
+  }
+  std::string_view scientific(buffer.data(), static_cast<std::size_t>(end - buffer.data()));
+  bool negative = !scientific.empty() && scientific[0] == '-';
+  if (negative) {
+    scientific.remove_prefix(1);
+  }
+  std::size_t e = scientific.find('e');
+  std::string digits;
+  for (char c : scientific.substr(0, e)) {
+    if (c != '.') {
+      digits += c;
+    }
+  }
+  int exponent = 0;
+  std::from_chars(scientific.data() + e + 1 + (scientific[e + 1] == '+' ? 1 : 0), scientific.data() + scientific.size(),
+                  exponent);
+  if (digits == "0") {
+    return negative ? "-0" : "0";
+  }
+  std::string out = negative ? "-" : "";
+  if (exponent < -4 || exponent >= 6) {
+    out += digits[0];
+    if (digits.size() > 1) {
+      out += '.';
+      out += digits.substr(1);
+    }
+    out += exponent < 0 ? "e-" : "e+";
+    int magnitude = exponent < 0 ? -exponent : exponent;
+    if (magnitude < 10) {
+      out += '0';
+    }
+    out += std::to_string(magnitude);
+    return out;
+  }
+  int point = exponent + 1;  // digits before the decimal point
+  if (point <= 0) {
+    out += "0.";
+    out.append(static_cast<std::size_t>(-point), '0');
+    out += digits;
+  } else if (static_cast<std::size_t>(point) >= digits.size()) {
+    out += digits;
+    out.append(static_cast<std::size_t>(point) - digits.size(), '0');
+  } else {
+    out += digits.substr(0, static_cast<std::size_t>(point));
+    out += '.';
+    out += digits.substr(static_cast<std::size_t>(point));
+  }
+  return out;
+}
+
+class Converter {
+ public:
+  Converter(YamlNodeArena& arena, const YamlLimits& limits, json::Allocator& allocator)
+      : arena_(arena), limits_(limits), allocator_(allocator), in_progress_(arena.nodes.size(), false) {}
+
+  json::Value convert(int index, int depth) {
+    const YamlNode& node = at(index);
+    if (depth > limits_.max_nesting_depth) {
+      throw ConversionError(node.position, "nesting is deeper than the limit of " +
+                                               std::to_string(limits_.max_nesting_depth) +
+                                               " levels after expanding aliases (max_nesting_depth)");
+    }
+    count_node(node);
+    switch (node.kind) {
+      case NodeKind::null:
+        return json::Value(rapidjson::kNullType);
+      case NodeKind::alias:
+        return convert_alias(index, depth);
+      case NodeKind::scalar:
+        return scalar_to_json(node);
+      case NodeKind::sequence: {
+        guard_recursion(index);
+        json::Value array(rapidjson::kArrayType);
+        array.Reserve(static_cast<rapidjson::SizeType>(node.children.size()), allocator_);
+        for (int child : node.children) {
+          array.PushBack(convert(child, depth + 1), allocator_);
+        }
+        in_progress_[static_cast<std::size_t>(index)] = false;
+        return array;
+      }
+      case NodeKind::mapping:
+        return convert_mapping(index, depth);
+    }
+    return json::Value(rapidjson::kNullType);
+  }
+
+ private:
+  struct Entry {
+    std::string key;
+    json::Value value;
+    bool explicit_key = false;
+  };
+
+  YamlNode& at(int index) { return arena_.nodes[static_cast<std::size_t>(index)]; }
+
+  void count_node(const YamlNode& /*node*/) {
+    if (expanding_ > 0 && ++expanded_nodes_ > limits_.max_alias_expanded_nodes) {
+      throw ConversionError(expansion_position_, "aliases expand to more than " +
+                                                     std::to_string(limits_.max_alias_expanded_nodes) +
+                                                     " nodes (max_alias_expanded_nodes)");
+    }
+  }
+
+  void guard_recursion(int index) {
+    if (in_progress_[static_cast<std::size_t>(index)]) {
+      throw ConversionError(at(index).position, "alias refers to a node that contains it (recursive alias)");
+    }
+    in_progress_[static_cast<std::size_t>(index)] = true;
+  }
+
+  int resolve_alias(int index) {
+    const YamlNode& node = at(index);
+    if (node.kind != NodeKind::alias) {
+      return index;
+    }
+    if (node.alias_target < 0) {
+      throw ConversionError(node.position, "unknown anchor");
+    }
+    return node.alias_target;
+  }
+
+  // Errors about expansion point at the outermost alias being expanded: the one the
+  // user wrote in the document at hand.
+  void begin_expansion(const YamlNode& alias) {
+    if (expanding_++ == 0) {
+      expansion_position_ = alias.position;
+    }
+  }
+
+  json::Value convert_alias(int index, int depth) {
+    int target = resolve_alias(index);
+    if (in_progress_[static_cast<std::size_t>(target)]) {
+      throw ConversionError(at(index).position, "alias refers to a node that contains it (recursive alias)");
+    }
+    begin_expansion(at(index));
+    json::Value value = convert(target, depth);
+    --expanding_;
+    return value;
+  }
+
+  json::Value scalar_to_json(const YamlNode& node) {
+    Scalar scalar = resolve_scalar(node);
+    switch (scalar.type) {
+      case Scalar::Type::string:
+        return json::make_string(scalar.text, allocator_);
+      case Scalar::Type::null_value:
+        return json::Value(rapidjson::kNullType);
+      case Scalar::Type::boolean:
+        return json::Value(scalar.boolean);
+      case Scalar::Type::int64:
+        return json::Value(static_cast<std::int64_t>(scalar.int64));
+      case Scalar::Type::uint64:
+        return json::Value(static_cast<std::uint64_t>(scalar.uint64));
+      case Scalar::Type::float64:
+        return float_to_json(node, scalar.float64);
+    }
+    return json::Value(rapidjson::kNullType);
+  }
+
+  static json::Value float_to_json(const YamlNode& node, double value) {
+    if (std::isnan(value) || std::isinf(value)) {
+      std::string shown = std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf");
+      throw ConversionError(node.position, "`" + node.value + "` is " + shown +
+                                               ", which JSON cannot represent (kubectl: json: unsupported value: " +
+                                               shown + "); quote it to keep a string");
+    }
+    // Go's encoding/json prints integral floats without a fraction (1e3 -> 1000).
+    if (value == std::floor(value)) {
+      if (value >= -9.2e18 && value <= 9.2e18) {
+        return json::Value(static_cast<std::int64_t>(value));
+      }
+      if (value > 0 && value < 1.8e19) {
+        return json::Value(static_cast<std::uint64_t>(value));
+      }
+    }
+    return json::Value(value);
+  }
+
+  Scalar resolve_scalar(const YamlNode& node) {
+    Scalar result;
+    result.text = node.value;
+    if (node.kind == NodeKind::null) {
+      result.type = Scalar::Type::null_value;
+      return result;
+    }
+    if (node.tag_kind == TagKind::non_plain) {
+      return result;
+    }
+    if (node.tag_kind == TagKind::plain) {
+      return resolve_plain(node.value);
+    }
+    std::string_view tag = node.tag;
+    if (tag.substr(0, kTagPrefix.size()) != kTagPrefix) {
+      return result;  // a local tag (!foo): go-yaml keeps the text
+    }
+    tag.remove_prefix(kTagPrefix.size());
+    if (tag == "str" || tag == "timestamp") {
+      return result;
+    }
+    if (tag == "binary") {
+      std::string decoded;
+      if (!decode_base64(node.value, decoded)) {
+        throw ConversionError(node.position, "!!binary value contains invalid base64 data");
+      }
+      result.text = to_valid_utf8(decoded);
+      return result;
+    }
+    if (tag != "bool" && tag != "int" && tag != "float" && tag != "null") {
+      return result;  // other tags (!!map on a scalar, ...) are not resolved by go-yaml
+    }
+    Scalar resolved = resolve_plain(node.value);
+    std::string wanted = "!!" + std::string(tag);
+    if (wanted == short_tag(resolved.type)) {
+      return resolved;
+    }
+    if (tag == "float" && resolved.type == Scalar::Type::int64) {
+      resolved.type = Scalar::Type::float64;
+      resolved.float64 = static_cast<double>(resolved.int64);
+      return resolved;
+    }
+    throw ConversionError(node.position, std::string("cannot decode ") + short_tag(resolved.type) + " `" + node.value +
+                                             "` as a " + wanted);
+  }
+
+  std::string key_to_string(int key_index) {
+    int index = resolve_alias(key_index);
+    const YamlNode& node = at(index);
+    if (node.kind == NodeKind::sequence || node.kind == NodeKind::mapping) {
+      throw ConversionError(at(key_index).position, std::string("invalid map key: a ") +
+                                                        (node.kind == NodeKind::sequence ? "sequence" : "mapping") +
+                                                        " cannot be a JSON key");
+    }
+    Scalar scalar = resolve_scalar(node);
+    switch (scalar.type) {
+      case Scalar::Type::string:
+        return scalar.text;
+      case Scalar::Type::boolean:
+        return scalar.boolean ? "true" : "false";
+      case Scalar::Type::int64:
+        return std::to_string(scalar.int64);
+      case Scalar::Type::float64:
+        return format_float_key(scalar.float64);
+      case Scalar::Type::null_value:
+        throw ConversionError(
+            at(key_index).position,
+            "unsupported map key: null (kubectl rejects null keys; quote it to use \"" + node.value + "\" as a key)");
+      case Scalar::Type::uint64:
+        throw ConversionError(at(key_index).position, "unsupported map key of type uint64: " + node.value);
+    }
+    return scalar.text;
+  }
+
+  static bool is_merge_key(const YamlNode& node) {
+    return node.kind == NodeKind::scalar && node.value == "<<" &&
+           (node.tag_kind == TagKind::plain || node.tag == "tag:yaml.org,2002:merge");
+  }
+
+  static Entry* find_entry(std::vector<Entry>& entries, std::unordered_map<std::string, std::size_t>& index,
+                           const std::string& key) {
+    if (entries.size() > 8) {
+      if (index.empty()) {
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+          index.emplace(entries[i].key, i);
+        }
+      }
+      auto found = index.find(key);
+      return found == index.end() ? nullptr : &entries[found->second];
+    }
+    for (auto& entry : entries) {
+      if (entry.key == key) {
+        return &entry;
+      }
+    }
+    return nullptr;
+  }
+
+  static void put(std::vector<Entry>& entries, std::unordered_map<std::string, std::size_t>& index, std::string key,
+                  json::Value value, bool explicit_key) {
+    if (Entry* existing = find_entry(entries, index, key)) {
+      existing->value = std::move(value);
+      existing->explicit_key = existing->explicit_key || explicit_key;
+      return;
+    }
+    if (!index.empty()) {
+      index.emplace(key, entries.size());
+    }
+    entries.push_back(Entry{std::move(key), std::move(value), explicit_key});
+  }
+
+  // Applies one merge source (a mapping, possibly through an alias) onto entries.
+  void merge_mapping(int source_index, int depth, std::vector<Entry>& entries,
+                     std::unordered_map<std::string, std::size_t>& index) {
+    int target = resolve_alias(source_index);
+    if (at(target).kind != NodeKind::mapping) {
+      throw ConversionError(at(source_index).position, "map merge requires map or sequence of maps as the value");
+    }
+    bool through_alias = target != source_index;
+    if (through_alias) {
+      begin_expansion(at(source_index));
+    }
+    json::Value merged = convert(target, depth);
+    if (through_alias) {
+      --expanding_;
+    }
+    for (auto& member : merged.GetObject()) {
+      put(entries, index, std::string(member.name.GetString(), member.name.GetStringLength()), std::move(member.value),
+          false);
+    }
+  }
+
+  json::Value convert_mapping(int index, int depth) {
+    guard_recursion(index);
+    std::vector<int> children = at(index).children;  // copy: at() references may move
+    std::vector<Entry> entries;
+    entries.reserve(children.size() / 2);
+    std::unordered_map<std::string, std::size_t> lookup;
+    std::vector<std::string> converted_keys(children.size() / 2);
+    for (std::size_t pair = 0; pair + 1 < children.size(); pair += 2) {
+      int key_index = children[pair];
+      int value_index = children[pair + 1];
+      if (is_merge_key(at(key_index))) {
+        int value_target = resolve_alias(value_index);
+        if (at(value_target).kind == NodeKind::sequence) {
+          std::vector<int> sources = at(value_target).children;
+          if (value_target != value_index) {
+            begin_expansion(at(value_index));
+          }
+          // Earlier sources take precedence, so apply them last.
+          for (auto source = sources.rbegin(); source != sources.rend(); ++source) {
+            merge_mapping(*source, depth + 1, entries, lookup);
+          }
+          if (value_target != value_index) {
+            --expanding_;
+          }
+        } else {
+          merge_mapping(value_index, depth + 1, entries, lookup);
+        }
+        continue;
+      }
+      std::string key = key_to_string(key_index);
+      converted_keys[pair / 2] = key;
+      if (Entry* existing = find_entry(entries, lookup, key); existing != nullptr && existing->explicit_key) {
+        throw ConversionError(at(key_index).position, "duplicate key \"" + key + "\" in this mapping");
+      }
+      json::Value value = convert(value_index, depth + 1);
+      put(entries, lookup, std::move(key), std::move(value), true);
+    }
+    at(index).converted_keys = std::move(converted_keys);
+    json::Value object(rapidjson::kObjectType);
+    for (auto& entry : entries) {
+      object.AddMember(json::make_string(entry.key, allocator_), std::move(entry.value), allocator_);
+    }
+    in_progress_[static_cast<std::size_t>(index)] = false;
+    return object;
+  }
+
+  YamlNodeArena& arena_;
+  const YamlLimits& limits_;
+  json::Allocator& allocator_;
+  std::vector<bool> in_progress_;
+  int expanding_ = 0;
+  std::size_t expanded_nodes_ = 0;
+  TextPosition expansion_position_;
+};
+
+}  // namespace
+
+TextPosition YamlLocator::key_position(std::string_view key) const {
+  if (!arena_ || node_ < 0) {
+    return position_;
+  }
+  const YamlNode& node = arena_->nodes[static_cast<std::size_t>(node_)];
+  for (std::size_t pair = 0; pair < node.converted_keys.size(); ++pair) {
+    if (node.converted_keys[pair] == key) {
+      return arena_->nodes[static_cast<std::size_t>(node.children[pair * 2])].position;
+    }
+  }
+  return position_;
+}
+
+YamlLocator YamlLocator::child(std::string_view key) const {
+  if (!arena_ || node_ < 0) {
+    return *this;
+  }
+  int index = node_;
+  const YamlNode* node = &arena_->nodes[static_cast<std::size_t>(index)];
+  if (node->kind == NodeKind::alias && node->alias_target >= 0) {
+    index = node->alias_target;
+    node = &arena_->nodes[static_cast<std::size_t>(index)];
+  }
+  for (std::size_t pair = 0; pair < node->converted_keys.size(); ++pair) {
+    if (node->converted_keys[pair] == key) {
+      int value = node->children[pair * 2 + 1];
+      return YamlLocator(arena_, value, arena_->nodes[static_cast<std::size_t>(value)].position);
+    }
+  }
+  return YamlLocator(arena_, -1, position_);
+}
+
+YamlLocator YamlLocator::item(std::size_t index) const {
+  if (!arena_ || node_ < 0) {
+    return *this;
+  }
+  const YamlNode* node = &arena_->nodes[static_cast<std::size_t>(node_)];
+  if (node->kind == NodeKind::alias && node->alias_target >= 0) {
+    node = &arena_->nodes[static_cast<std::size_t>(node->alias_target)];
+  }
+  if (node->kind != NodeKind::sequence || index >= node->children.size()) {
+    return YamlLocator(arena_, -1, position_);
+  }
+  int child = node->children[index];
+  return YamlLocator(arena_, child, arena_->nodes[static_cast<std::size_t>(child)].position);
+}
+
+YamlStream parse_yaml_documents(std::string_view text, const YamlLimits& limits) {
+  YamlStream stream;
+  YamlError character_error;
+  if (!check_characters(text, character_error)) {
+    stream.errors.push_back(std::move(character_error));
+    return stream;
+  }
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+    text.remove_prefix(3);  // UTF-8 byte order mark
+  }
+  TreeBuilder builder(limits, stream.errors);
+  builder.run(text);
+  for (auto& built : builder.documents) {
+    YamlDocument document;
+    document.start = built.start;
+    if (built.root < 0) {
+      document.json.SetNull();
+      stream.documents.push_back(std::move(document));
+      continue;
+    }
+    try {
+      Converter converter(*built.arena, limits, document.json.GetAllocator());
+      json::Value root = converter.convert(built.root, 1);
+      static_cast<json::Value&>(document.json) = std::move(root);
+    } catch (const ConversionError& error) {
+      stream.errors.push_back({error.position(), error.message()});
+      continue;
+    }
+    document.locator =
+        YamlLocator(built.arena, built.root, built.arena->nodes[static_cast<std::size_t>(built.root)].position);
+    stream.documents.push_back(std::move(document));
+  }
+  return stream;
+}
+
+}  // namespace kstate::manifests

@@ -1,0 +1,559 @@
+// Loader behaviour a user sees: which files are read and in what order, which states
+// come out (IDs, functions, arguments), and the exact one-line errors for mistakes.
+#include "manifests/loader.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+namespace json = kstate::json;
+using namespace kstate::manifests;
+
+namespace {
+
+// A fresh directory under the system temp folder, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "kstate-manifests-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+  std::string write(const std::string& relative, const std::string& text) const {
+    fs::path file = path_ / relative;
+    fs::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary) << text;
+    return file.string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::vector<std::string> ids(const LoadResult& result) {
+  std::vector<std::string> out;
+  for (const auto& state : result.states) {
+    out.push_back(state.id);
+  }
+  return out;
+}
+
+std::vector<std::string> messages(const LoadResult& result) {
+  std::vector<std::string> out;
+  for (const auto& error : result.errors) {
+    out.push_back(error.to_string());
+  }
+  return out;
+}
+
+const State& find_state(const LoadResult& result, const std::string& id) {
+  for (const auto& state : result.states) {
+    if (state.id == id) {
+      return state;
+    }
+  }
+  FAIL("no state " << id << " in " << ids(result).size() << " states");
+  throw std::logic_error("unreachable");
+}
+
+constexpr const char* kConfigMap = R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: apps
+data:
+  mode: fast
+)";
+
+}  // namespace
+
+TEST_CASE("Real kube-state-metrics example: the kustomization gets one clear error, the rest loads", "[loader]") {
+  std::string directory = KSTATE_SHARED_TESTDATA "/real/kube-state-metrics-standard";
+  LoadResult result = load_paths({directory});
+  CHECK(ids(result) == std::vector<std::string>{
+                           "ClusterRoleBinding/kube-state-metrics", "ClusterRole/kube-state-metrics",
+                           "Deployment/kube-system/kube-state-metrics", "ServiceAccount/kube-system/kube-state-metrics",
+                           "Service/kube-system/kube-state-metrics"});
+  REQUIRE(result.errors.size() == 1);
+  CHECK(result.errors[0].to_string() ==
+        directory +
+            "/kustomization.yaml:1:1: kustomize.config.k8s.io/v1beta1 Kustomization is a kustomize build file, not a "
+            "Kubernetes object: kstate does not run kustomize (render it with `kubectl kustomize DIR` into the "
+            "manifests directory, or keep it out of it)");
+  CHECK(result.failed_files == std::set<std::string>{directory + "/kustomization.yaml"});
+  CHECK(result.files.size() == 6);
+  CHECK(result.file_hashes.size() == 6);
+  const State& deployment = find_state(result, "Deployment/kube-system/kube-state-metrics");
+  CHECK(deployment.function == Function::object_present);
+  CHECK(deployment.source.to_string() == directory + "/deployment.yaml:1:1");
+  CHECK(json::find_path(deployment.object, {"spec", "replicas"})->GetInt() == 1);
+}
+
+TEST_CASE("Directory walk: recursive, lexical, skips dotfiles, editor leftovers and non-regular files", "[loader]") {
+  TempDir dir;
+  auto root = dir.path();
+  dir.write("b.yaml", "");
+  dir.write("a.json", "");
+  dir.write("a/c.yml", "");
+  dir.write("a/z/d.yaml", "");
+  dir.write("notes.txt", "");
+  dir.write("README.md", "");
+  dir.write(".hidden.yaml", "");
+  dir.write(".git/config.yaml", "");
+  dir.write("b.yaml~", "");
+  dir.write(".b.yaml.swp", "");
+  dir.write("b.yaml.swp", "");
+  dir.write(".#b.yaml", "");
+  dir.write("#b.yaml#", "");
+  dir.write("4913", "");
+  REQUIRE(mkfifo((root / "pipe.yaml").c_str(), 0600) == 0);
+  fs::create_directory_symlink(root / "a", root / "a-link");  // second route to a/: loaded once
+  fs::create_directory_symlink(root, root / "a" / "loop");    // loop back to the root
+  fs::create_symlink(root / "b.yaml", root / "e.yaml");       // second route to b.yaml
+  // ConfigMap volume layout: visible key -> ..data/key -> ..<timestamp>/key.
+  dir.write("cm/..2024_01_01_00_00_00.123/app.yaml", "");
+  fs::create_directory_symlink("..2024_01_01_00_00_00.123", root / "cm" / "..data");
+  fs::create_symlink("..data/app.yaml", root / "cm" / "app.yaml");
+
+  std::vector<LoadError> errors;
+  std::vector<std::string> files = list_manifest_files({root.string()}, errors);
+  CHECK(errors.empty());
+  std::vector<std::string> relative;
+  for (auto& file : files) {
+    relative.push_back(fs::path(file).lexically_relative(root).string());
+  }
+  CHECK(relative == std::vector<std::string>{"a.json", "a/c.yml", "a/z/d.yaml", "b.yaml", "cm/app.yaml"});
+}
+
+TEST_CASE("Files load in lexical order, documents in file order; Lists expand; JSON files load", "[loader]") {
+  TempDir dir;
+  dir.write("20-list.yaml", R"(apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ServiceAccount
+  metadata: {name: one, namespace: apps}
+- apiVersion: v1
+  kind: ServiceAccount
+  metadata: {name: two, namespace: apps}
+---
+apiVersion: v1
+kind: ConfigMapList
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: three}
+)");
+  dir.write("10-multi.yaml",
+            std::string("---\n") + kConfigMap + "---\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n");
+  dir.write("30-object.json", R"({"apiVersion": "apps/v1", "kind": "Deployment",
+  "metadata": {"name": "web", "namespace": "apps"}, "spec": {"replicas": 2}})");
+  LoadResult result = load_paths({dir.path().string()});
+  CHECK(messages(result).empty());
+  CHECK(ids(result) == std::vector<std::string>{"ConfigMap/apps/settings", "Namespace/apps", "ServiceAccount/apps/one",
+                                                "ServiceAccount/apps/two", "ConfigMap/three", "Deployment/apps/web"});
+  CHECK(result.states[3].source.line == 7);
+  CHECK(result.states[3].source.column == 3);
+  CHECK(json::find_path(result.states[5].object, {"spec", "replicas"})->GetInt() == 2);
+}
+
+TEST_CASE("Annotations choose the state function and options", "[loader]") {
+  LoadResult result = load_text(R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: old
+  namespace: apps
+  annotations:
+    kstate.io/state: absent
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tuned
+  namespace: apps
+  annotations:
+    kstate.io/state: updated
+    kstate.io/strategy: replace
+    kstate.io/prune: disabled
+    kstate.io/recreate: "true"
+    kstate.io/wait: "true"
+    kstate.io/depends-on: "ConfigMap/apps/old, Namespace/apps"
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: apps
+  annotations:
+    addonmanager.kubernetes.io/mode: EnsureExists
+    kustomize.toolkit.fluxcd.io/prune: disabled
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: reconciled
+  annotations:
+    addonmanager.kubernetes.io/mode: Reconcile
+)",
+                                "annotated.yaml");
+  CHECK(messages(result).empty());
+  REQUIRE(result.states.size() == 4);
+  CHECK(result.states[0].function == Function::object_absent);
+  const State& tuned = result.states[1];
+  CHECK(tuned.function == Function::object_updated);
+  CHECK(tuned.strategy == Strategy::replace);
+  CHECK(tuned.prune_disabled);
+  CHECK(tuned.recreate);
+  CHECK(tuned.wait.enabled);
+  CHECK(tuned.require == std::vector<std::string>{"ConfigMap/apps/old", "Namespace/apps"});
+  CHECK(result.states[2].strategy == Strategy::create_only);
+  CHECK(result.states[2].prune_disabled);
+  CHECK(result.states[3].strategy == Strategy::apply);
+  CHECK_FALSE(result.states[3].prune_disabled);
+}
+
+TEST_CASE("Bad annotation values are errors with suggestions", "[loader]") {
+  LoadResult result = load_text(R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+  annotations:
+    kstate.io/state: absnet
+    kstate.io/wait: true
+)",
+                                "bad.yaml");
+  CHECK(messages(result) ==
+        std::vector<std::string>{"bad.yaml:7:21: ConfigMap/a: metadata.annotations.kstate.io/wait must be a string "
+                                 "(quote the value: an unquoted true, 1 or 1.10 is not a string)"});
+  LoadResult typo = load_text(
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n"
+      "    kstate.io/state: absnet\n    kstate.io/strategy: create_only\n",
+      "typo.yaml");
+  CHECK(messages(typo) ==
+        std::vector<std::string>{
+            "typo.yaml:6:22: ConfigMap/a: annotation kstate.io/state: unknown value \"absnet\", expected present, "
+            "updated or absent (did you mean \"absent\"?)",
+            "typo.yaml:7:25: ConfigMap/a: annotation kstate.io/strategy: unknown strategy \"create_only\", expected "
+            "apply, replace or create-only (did you mean \"create-only\"?)"});
+  CHECK(typo.states.empty());
+  CHECK(typo.failed_files == std::set<std::string>{"typo.yaml"});
+}
+
+TEST_CASE("Salt-style state documents: functions, prefixes, mapping and list arguments", "[loader][states]") {
+  LoadResult result = load_text(R"(kube-system-ns:
+  metalk8s_kubernetes.object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: kube-system}}
+coredns-replicas:
+  object_updated:
+    manifest: {apiVersion: apps/v1, kind: Deployment,
+               metadata: {name: coredns, namespace: kube-system},
+               spec: {replicas: 3}}
+    require: [kube-system-ns]
+    strategy: apply
+old-dashboard:
+  kubernetes.object_absent:
+    - apiVersion: v1
+    - kind: Service
+    - name: dashboard
+    - namespace: kube-system
+    - wait: {attempts: 10, sleep: 2}
+    - propagation: Foreground
+    - require:
+      - metalk8s_kubernetes: coredns-replicas
+waiting:
+  object_present:
+    manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: w, namespace: kube-system}}
+    wait: {timeout: 5m}
+    recreate: true
+counted:
+  object_present:
+    manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: kube-system}}
+    wait: 3
+    require: ConfigMap/kube-system/w
+)",
+                                "states.sls.yaml");
+  CHECK(messages(result).empty());
+  REQUIRE(ids(result) ==
+          std::vector<std::string>{"kube-system-ns", "coredns-replicas", "old-dashboard", "waiting", "counted"});
+  CHECK(result.states[0].function == Function::object_present);
+  CHECK(result.states[0].source.to_string() == "states.sls.yaml:1:1");
+  CHECK(result.states[1].function == Function::object_updated);
+  CHECK(result.states[1].require == std::vector<std::string>{"kube-system-ns"});
+  const State& absent = result.states[2];
+  CHECK(absent.function == Function::object_absent);
+  CHECK(json::dump(absent.object) ==
+        R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"dashboard","namespace":"kube-system"}})");
+  CHECK(absent.wait.enabled);
+  CHECK(absent.wait.attempts == 10);
+  CHECK(absent.wait.sleep_seconds == 2);
+  CHECK(absent.propagation == "Foreground");
+  CHECK(absent.require == std::vector<std::string>{"coredns-replicas"});
+  CHECK(result.states[3].wait.timeout_seconds == 300);
+  CHECK(result.states[3].recreate);
+  CHECK(result.states[4].wait.attempts == 3);
+}
+
+TEST_CASE("State document mistakes: unknown function and argument with suggestions, missing object",
+          "[loader][states]") {
+  LoadResult result = load_text(R"(a:
+  object_presnt:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: a}}
+b:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: b}}
+    requires: [a]
+c:
+  object_absent:
+    wait: true
+d: just a string
+e:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: e}}
+    strategy: server-side
+)",
+                                "s.yaml");
+  CHECK(messages(result) ==
+        std::vector<std::string>{
+            "s.yaml:2:3: a: unknown function \"object_presnt\", expected object_present, object_updated or "
+            "object_absent (did you mean \"object_present\"?)",
+            "s.yaml:7:5: b: unknown argument \"requires\" for object_present (did you mean \"require\"?); accepted: "
+            "manifest, source, require, wait, strategy, recreate, propagation",
+            "s.yaml:9:3: c: object_absent needs manifest, source, or apiVersion/kind/name",
+            "s.yaml:11:1: d: a state must map one function (object_present, object_updated or object_absent) to its "
+            "arguments, not a string",
+            "s.yaml:15:15: e: strategy: expected apply, replace or create-only"});
+  CHECK(result.states.empty());
+}
+
+TEST_CASE("Cross-state checks: duplicate IDs, conflicting objects, unknown require", "[loader][states]") {
+  TempDir dir;
+  dir.write("a.yaml", std::string(kConfigMap) + R"(---
+web:
+  object_present:
+    manifest: {apiVersion: v1, kind: Service, metadata: {name: web, namespace: apps}}
+    require: [ConfigMap/apps/settings, databse]
+database:
+  object_present:
+    manifest: {apiVersion: v1, kind: Service, metadata: {name: db, namespace: apps}}
+)");
+  dir.write("b.yaml", R"(web:
+  object_present:
+    manifest: {apiVersion: v1, kind: Service, metadata: {name: web2, namespace: apps}}
+changed-settings:
+  object_present:
+    manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: apps}, data: {mode: slow}}
+same-settings:
+  object_present:
+    manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: apps}, data: {mode: fast}}
+)");
+  std::string a = (dir.path() / "a.yaml").string();
+  std::string b = (dir.path() / "b.yaml").string();
+  LoadResult result = load_paths({dir.path().string()});
+  CHECK(
+      messages(result) ==
+      std::vector<std::string>{
+          b + ":1:1: web: duplicate state ID (first declared at " + a + ":9:1)",
+          b + ":4:1: changed-settings: ConfigMap/apps/settings is also declared by state ConfigMap/apps/settings at " +
+              a + ":1:1, with different content",
+          a + ":9:1: web: requires \"databse\", which is not a state ID or an object in the manifests (did you "
+              "mean \"database\"?)"});
+  // The identical declaration in a state document replaces the plain one (its ID is what people require).
+  CHECK(ids(result) == std::vector<std::string>{"database", "same-settings"});
+  CHECK(result.failed_files == std::set<std::string>{a, b});
+}
+
+TEST_CASE("source: includes relative to the including file, with derived IDs and cycle detection", "[loader][states]") {
+  TempDir dir;
+  dir.write("states/init.yaml", R"(monitoring-stack:
+  object_present:
+    source: ../stack/all.yaml
+    require: [ns]
+ns:
+  object_present:
+    source: ../stack/ns.yaml
+)");
+  dir.write("stack/all.yaml", R"(apiVersion: v1
+kind: ServiceAccount
+metadata: {name: prometheus, namespace: monitoring}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: prometheus, namespace: monitoring}
+)");
+  dir.write("stack/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: monitoring}\n");
+  dir.write("cycle/a.yaml", "first:\n  object_present:\n    source: b.yaml\n");
+  dir.write("cycle/b.yaml", "second:\n  object_present:\n    source: a.yaml\n");
+  LoadResult result = load_paths({(dir.path() / "states").string()});
+  CHECK(messages(result).empty());
+  CHECK(ids(result) == std::vector<std::string>{"monitoring-stack/ServiceAccount/monitoring/prometheus",
+                                                "monitoring-stack/Service/monitoring/prometheus", "ns"});
+  CHECK(result.states[0].parent_id == "monitoring-stack");
+  CHECK(result.states[0].require == std::vector<std::string>{"ns"});
+  CHECK(result.states[1].source.to_string() == (dir.path() / "states/../stack/all.yaml").string() + ":5:1");
+  CHECK(result.states[2].source.to_string() == (dir.path() / "states/init.yaml").string() + ":5:1");
+  CHECK(result.included_by.at((dir.path() / "states/../stack/all.yaml").string()) ==
+        std::set<std::string>{(dir.path() / "states/init.yaml").string()});
+  CHECK(result.files.size() == 3);
+
+  LoadResult cycle = load_file((dir.path() / "cycle/a.yaml").string());
+  REQUIRE(cycle.errors.size() == 1);
+  CHECK_THAT(cycle.errors[0].to_string(), Catch::Contains("b.yaml:3:13: second: source: include cycle: "));
+  CHECK(cycle.states.empty());
+
+  LoadResult missing = load_text("m:\n  object_present:\n    source: nowhere.yaml\n", (dir.path() / "m.yaml").string());
+  REQUIRE(missing.errors.size() == 1);
+  CHECK_THAT(missing.errors[0].to_string(), Catch::StartsWith((dir.path() / "m.yaml").string() + ":3:13: m: source: "));
+}
+
+TEST_CASE("Object validation before anything is sent", "[loader][validation]") {
+  LoadResult result = load_text(R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: Bad_Name
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  namespace: Apps
+  name: ok
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: 1web
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:controller:fine
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  generateName: job-
+---
+apiVersion: Apps/v1
+kind: Deployment
+metadata:
+  name: x
+---
+apiVersion: v1
+kind: 3d
+metadata:
+  name: x
+---
+apiVersion: v1
+kind: Secret
+)",
+                                "v.yaml");
+  CHECK(messages(result) ==
+        std::vector<std::string>{
+            "v.yaml:4:9: ConfigMap/Bad_Name: metadata.name \"Bad_Name\": a lowercase RFC 1123 subdomain must consist "
+            "of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+            "character",
+            "v.yaml:9:14: ConfigMap/Apps/ok: metadata.namespace \"Apps\": a lowercase RFC 1123 label must consist of "
+            "lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+            "v.yaml:15:9: Service/1web: metadata.name \"1web\": a DNS-1035 label must consist of lower case "
+            "alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric "
+            "character",
+            "v.yaml:19:11: ConfigMap/: metadata.name is required (or metadata.generateName)",
+            "v.yaml:31:13: Deployment/x: apiVersion \"Apps/v1\": the group \"Apps\" is not valid: a lowercase RFC "
+            "1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end "
+            "with an alphanumeric character",
+            "v.yaml:37:7: 3d/x: kind \"3d\": must be a type name such as Deployment",
+            "v.yaml:41:1: Secret/: metadata.name is required (metadata is missing or not a mapping)"});
+  CHECK(ids(result) == std::vector<std::string>{"ClusterRole/system:controller:fine", "Pod/job-"});
+}
+
+TEST_CASE("Errors in one file never stop the others; YAML errors give exact positions", "[loader]") {
+  TempDir dir;
+  dir.write("1-good.yaml", kConfigMap);
+  dir.write("2-broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unclosed\n");
+  dir.write("3-dup.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n");
+  dir.write("4-good.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n");
+  dir.write("5-scalar.yaml", "just text\n");
+  LoadResult result = load_paths({dir.path().string()});
+  std::string root = dir.path().string();
+  CHECK(ids(result) == std::vector<std::string>{"ConfigMap/apps/settings", "Namespace/apps"});
+  CHECK(messages(result) ==
+        std::vector<std::string>{
+            root + "/2-broken.yaml:5:1: YAML syntax error: did not find expected ',' or ']' (while parsing a flow "
+                   "sequence at line 4, column 9)",
+            root + "/3-dup.yaml:5:3: duplicate key \"name\" in this mapping",
+            root + "/5-scalar.yaml:1:1: a manifest document must be a mapping (a Kubernetes object or state IDs), "
+                   "not a string"});
+  CHECK(result.failed_files ==
+        std::set<std::string>{root + "/2-broken.yaml", root + "/3-dup.yaml", root + "/5-scalar.yaml"});
+  CHECK(result.file_hashes.at(root + "/1-good.yaml") == sha256_hex(kConfigMap));
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+
+  LoadResult missing = load_paths({root + "/nope"});
+  CHECK(messages(missing) == std::vector<std::string>{root + "/nope: no such file or directory"});
+}
+
+TEST_CASE("Limits: file size and document size are reported per file", "[loader][limits]") {
+  TempDir dir;
+  std::string big = std::string(kConfigMap) + "  padding: \"" + std::string(2000, 'x') + "\"\n";
+  std::string path = dir.write("big.yaml", big);
+  LoadOptions options;
+  options.limits.max_file_bytes = 1000;
+  LoadResult result = load_file(path, options);
+  CHECK(messages(result) == std::vector<std::string>{path + ": file is " + std::to_string(big.size()) +
+                                                     " bytes, larger than the limit of 1000 bytes (max_file_bytes)"});
+  options.limits.max_file_bytes = 1 << 20;
+  options.limits.yaml.max_document_bytes = 500;
+  LoadResult document = load_file(path, options);
+  REQUIRE(document.errors.size() == 1);
+  CHECK_THAT(document.errors[0].message, Catch::Contains("larger than the limit of 500 bytes (max_document_bytes)"));
+}
+
+TEST_CASE("check_references off defers cross-state checks to check_states", "[loader]") {
+  LoadOptions options;
+  options.check_references = false;
+  LoadResult result = load_text(
+      "x:\n  object_present:\n    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: x}}\n    require: "
+      "[other]\n",
+      "x.yaml", options);
+  CHECK(result.errors.empty());
+  std::set<std::string> failed;
+  auto errors = check_states(result.states, failed);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].to_string() ==
+        "x.yaml:1:1: x: requires \"other\", which is not a state ID or an object in the manifests");
+  CHECK(result.states.empty());
+}
+
+TEST_CASE("Performance: 10,000 objects load well under a second", "[loader][performance]") {
+  std::string text;
+  for (int i = 0; i < 10000; ++i) {
+    text += "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-" + std::to_string(i) +
+            "\n  namespace: team-" + std::to_string(i % 50) +
+            "\n  labels: {app: web, tier: frontend}\nspec:\n  replicas: 3\n  selector:\n    matchLabels: {app: web}\n"
+            "  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n"
+            "        image: nginx:1.25\n        ports: [{containerPort: 80}]\n";
+  }
+  // Processor time, not wall time: the figure must not depend on what else the (shared) machine runs.
+  std::clock_t start = std::clock();
+  LoadResult result = load_text(text, "many.yaml");
+  double seconds = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+  CHECK(result.errors.empty());
+  CHECK(result.states.size() == 10000);
+  WARN("loaded 10000 objects (" << text.size() / 1024 << " KiB) in " << seconds << " s: " << 10000 / seconds
+                                << " objects/s");
+  CHECK(seconds < 1.0);  // about 0.3 s in a RelWithDebInfo build
+}
