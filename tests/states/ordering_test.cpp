@@ -1,0 +1,304 @@
+// The run order of a directory: kind tiers, Namespace and CRD edges, explicit
+// references, reverse-ordered deletes, the errors a user sees for unknown references
+// and cycles, and that 10,000 states plan quickly with a linear number of edges.
+#include "states/ordering.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+
+using namespace kstate;
+using states::PlanItem;
+using Function = manifests::Function;
+
+namespace {
+
+PlanItem item(std::string id, std::string group, std::string kind, std::string ns, std::string name,
+              std::vector<std::string> require = {}, Function function = Function::object_present) {
+  PlanItem result;
+  result.id = std::move(id);
+  result.function = function;
+  result.group = std::move(group);
+  result.kind = std::move(kind);
+  result.ns = std::move(ns);
+  result.name = std::move(name);
+  result.require = std::move(require);
+  return result;
+}
+
+PlanItem crd(std::string id, std::string group, std::string kind, Function function = Function::object_present) {
+  PlanItem result =
+      item(std::move(id), "apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets." + group, {}, function);
+  result.defines_group = std::move(group);
+  result.defines_kind = std::move(kind);
+  return result;
+}
+
+std::size_t index_of(const std::vector<PlanItem>& items, const std::string& id) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].id == id)
+      return i;
+  }
+  FAIL("no item " << id);
+  return 0;
+}
+
+bool waits_for(const states::Plan& plan, const std::vector<PlanItem>& items, const std::string& later,
+               const std::string& earlier) {
+  auto waited = plan.items_waited_for(index_of(items, later));
+  return std::find(waited.begin(), waited.end(), index_of(items, earlier)) != waited.end();
+}
+
+void check_topological_order(const states::Plan& plan) {
+  REQUIRE(plan.topological_order.size() == plan.nodes.size());
+  std::vector<std::size_t> position(plan.nodes.size());
+  for (std::size_t i = 0; i < plan.topological_order.size(); ++i)
+    position[plan.topological_order[i]] = i;
+  for (std::size_t n = 0; n < plan.nodes.size(); ++n) {
+    for (const auto* edges : {&plan.nodes[n].requires_nodes, &plan.nodes[n].after_nodes}) {
+      for (std::size_t before : *edges)
+        REQUIRE(position[before] < position[n]);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("kinds are sorted into creation tiers", "[ordering]") {
+  struct Row {
+    const char* group;
+    const char* kind;
+    states::Tier tier;
+  };
+  const Row rows[] = {
+      {"", "Namespace", states::Tier::namespaces},
+      {"apiextensions.k8s.io", "CustomResourceDefinition", states::Tier::custom_resource_definitions},
+      {"rbac.authorization.k8s.io", "ClusterRole", states::Tier::roles},
+      {"rbac.authorization.k8s.io", "Role", states::Tier::roles},
+      {"rbac.authorization.k8s.io", "ClusterRoleBinding", states::Tier::role_bindings},
+      {"rbac.authorization.k8s.io", "RoleBinding", states::Tier::role_bindings},
+      {"", "ServiceAccount", states::Tier::service_accounts},
+      {"storage.k8s.io", "StorageClass", states::Tier::classes},
+      {"networking.k8s.io", "IngressClass", states::Tier::classes},
+      {"scheduling.k8s.io", "PriorityClass", states::Tier::classes},
+      {"node.k8s.io", "RuntimeClass", states::Tier::classes},
+      {"gateway.networking.k8s.io", "GatewayClass", states::Tier::classes},
+      {"apps", "Deployment", states::Tier::rest},
+      {"", "ConfigMap", states::Tier::rest},
+      {"example.com", "Namespace", states::Tier::rest},  // a CR that happens to be called Namespace
+      {"", "Class", states::Tier::rest},
+  };
+  for (const Row& row : rows) {
+    INFO(row.group << " " << row.kind);
+    CHECK(states::tier_of(row.group, row.kind) == row.tier);
+  }
+}
+
+TEST_CASE("a directory with a Namespace, a CRD, its CRs and RBAC is planned in tiers", "[ordering]") {
+  const std::vector<PlanItem> items = {
+      item("cm-in-apps", "", "ConfigMap", "apps", "settings"),
+      item("widget", "example.com", "Widget", "apps", "w1"),
+      item("cm-default", "", "ConfigMap", "default", "other"),
+      item("binding", "rbac.authorization.k8s.io", "ClusterRoleBinding", "", "reader"),
+      item("role", "rbac.authorization.k8s.io", "ClusterRole", "", "reader"),
+      item("sa", "", "ServiceAccount", "apps", "runner"),
+      item("storage", "storage.k8s.io", "StorageClass", "", "fast"),
+      crd("widgets-crd", "example.com", "Widget"),
+      item("apps-ns", "", "Namespace", "", "apps"),
+      item("deploy", "apps", "Deployment", "apps", "web"),
+  };
+  auto plan = states::plan_order(items);
+  REQUIRE(plan.ok());
+  check_topological_order(*plan);
+
+  struct Row {
+    const char* later;
+    const char* earlier;
+    bool waits;
+  };
+  const Row rows[] = {
+      {"cm-in-apps", "apps-ns", true},
+      {"widget", "widgets-crd", true},
+      {"widget", "apps-ns", true},
+      {"widgets-crd", "apps-ns", true},
+      {"binding", "role", true},
+      {"sa", "role", true},
+      {"storage", "sa", true},
+      {"deploy", "storage", true},
+      {"cm-default", "widgets-crd", true},
+      {"cm-in-apps", "cm-default", false},
+      {"cm-default", "cm-in-apps", false},
+      {"deploy", "widget", false},
+      {"widget", "deploy", false},
+      {"apps-ns", "widgets-crd", false},
+      {"role", "binding", false},
+  };
+  for (const Row& row : rows) {
+    INFO(row.later << (row.waits ? " waits for " : " does not wait for ") << row.earlier);
+    CHECK(waits_for(*plan, items, row.later, row.earlier) == row.waits);
+  }
+
+  // Hard edges (a failure there means "do not run"): Namespace and CRD, not tier order.
+  const auto& widget_node = plan->nodes[index_of(items, "widget")];
+  CHECK(widget_node.requires_nodes ==
+        std::vector<std::size_t>{index_of(items, "widgets-crd"), index_of(items, "apps-ns")});
+  CHECK(plan->nodes[index_of(items, "cm-default")].requires_nodes.empty());
+  CHECK(plan->nodes[index_of(items, "widgets-crd")].wait_established);
+}
+
+TEST_CASE("deletes run after every create, in reverse tier order, containers last", "[ordering]") {
+  const std::vector<PlanItem> items = {
+      item("old-ns", "", "Namespace", "", "old", {}, Function::object_absent),
+      item("old-cm", "", "ConfigMap", "old", "c", {}, Function::object_absent),
+      crd("old-crd", "example.com", "Widget", Function::object_absent),
+      item("old-widget", "example.com", "Widget", "default", "w", {}, Function::object_absent),
+      item("old-role", "rbac.authorization.k8s.io", "Role", "default", "r", {}, Function::object_absent),
+      item("new-cm", "", "ConfigMap", "default", "n"),
+      item("new-ns", "", "Namespace", "", "new"),
+  };
+  auto plan = states::plan_order(items);
+  REQUIRE(plan.ok());
+  check_topological_order(*plan);
+  struct Row {
+    const char* later;
+    const char* earlier;
+    bool waits;
+  };
+  const Row rows[] = {
+      {"old-cm", "new-cm", true},      {"old-ns", "new-cm", true},       {"old-ns", "old-cm", true},
+      {"old-crd", "old-widget", true}, {"old-role", "old-cm", true},     {"old-ns", "old-crd", true},
+      {"old-cm", "old-ns", false},     {"old-widget", "old-crd", false}, {"old-cm", "old-widget", false},
+      {"new-cm", "old-cm", false},
+  };
+  for (const Row& row : rows) {
+    INFO(row.later << (row.waits ? " waits for " : " does not wait for ") << row.earlier);
+    CHECK(waits_for(*plan, items, row.later, row.earlier) == row.waits);
+  }
+  // The Namespace delete names the deletes inside it directly (not only through tiers).
+  const auto& old_ns = plan->nodes[index_of(items, "old-ns")].after_nodes;
+  CHECK(std::find(old_ns.begin(), old_ns.end(), index_of(items, "old-cm")) != old_ns.end());
+  const auto& old_crd = plan->nodes[index_of(items, "old-crd")].after_nodes;
+  CHECK(std::find(old_crd.begin(), old_crd.end(), index_of(items, "old-widget")) != old_crd.end());
+}
+
+TEST_CASE("require references resolve by ID, parent ID and object reference", "[ordering]") {
+  std::vector<PlanItem> base = {
+      item("db", "apps", "StatefulSet", "data", "postgres"), item("cm-a", "", "ConfigMap", "data", "a"),
+      item("cm-b", "", "ConfigMap", "other", "a"),           item("pv", "", "PersistentVolume", "", "disk"),
+      item("web", "apps", "Deployment", "data", "web"),      item("included-1", "", "Secret", "data", "s1"),
+      item("included-2", "", "Secret", "data", "s2"),
+  };
+  base[5].parent_id = "secrets-file";
+  base[6].parent_id = "secrets-file";
+  struct Row {
+    const char* reference;
+    std::vector<const char*> expected;
+  };
+  const std::vector<Row> rows = {
+      {"db", {"db"}},
+      {"StatefulSet/data/postgres", {"db"}},
+      {"StatefulSet.apps/data/postgres", {"db"}},
+      {"ConfigMap/other/a", {"cm-b"}},
+      {"PersistentVolume/disk", {"pv"}},
+      {"secrets-file", {"included-1", "included-2"}},
+  };
+  for (const Row& row : rows) {
+    INFO(row.reference);
+    std::vector<PlanItem> items = base;
+    items.push_back(item("app", "", "ConfigMap", "data", "app", {row.reference}));
+    auto plan = states::plan_order(items);
+    REQUIRE(plan.ok());
+    std::vector<std::size_t> expected;
+    for (const char* id : row.expected)
+      expected.push_back(index_of(items, id));
+    CHECK(plan->nodes.at(items.size() - 1).requires_nodes == expected);
+  }
+}
+
+TEST_CASE("unknown, ambiguous and circular references fail with the states named", "[ordering]") {
+  struct Row {
+    const char* name;
+    std::vector<PlanItem> items;
+    std::vector<const char*> message_parts;
+  };
+  const std::vector<Row> rows = {
+      {"unknown ID",
+       {item("web", "apps", "Deployment", "default", "web", {"databse"})},
+       {"state 'web' requires 'databse'", "no state declares"}},
+      {"unknown object",
+       {item("web", "apps", "Deployment", "default", "web", {"Secret/default/missing"})},
+       {"'web'", "Secret/default/missing"}},
+      {"wrong group",
+       {item("db", "apps", "StatefulSet", "data", "pg"),
+        item("web", "apps", "Deployment", "data", "web", {"StatefulSet.batch/data/pg"})},
+       {"'web'", "StatefulSet.batch/data/pg"}},
+      {"ambiguous Kind/name",
+       {item("a", "", "ConfigMap", "one", "x"), item("b", "", "ConfigMap", "two", "x"),
+        item("web", "apps", "Deployment", "data", "web", {"ConfigMap/x"})},
+       {"'web'", "several namespaces"}},
+      {"three-state cycle",
+       {item("a", "", "ConfigMap", "default", "a", {"b"}), item("b", "", "ConfigMap", "default", "b", {"c"}),
+        item("c", "", "ConfigMap", "default", "c", {"a"}), item("free", "", "ConfigMap", "default", "free")},
+       {"dependency cycle: a -> b -> c -> a"}},
+      {"self reference", {item("a", "", "ConfigMap", "default", "a", {"a"})}, {"dependency cycle: a -> a"}},
+      {"require against tier order",
+       {item("ns", "", "Namespace", "", "apps", {"cm"}), item("cm", "", "ConfigMap", "default", "c")},
+       {"dependency cycle: ns -> cm -> (tier order: after every Namespaces) -> ns"}},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    auto plan = states::plan_order(row.items);
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.error().kind == ErrorKind::invalid_input);
+    for (const char* part : row.message_parts) {
+      CHECK_THAT(plan.error().message, Catch::Contains(part));
+    }
+  }
+}
+
+TEST_CASE("10,000 states plan in well under 100 ms with a linear number of edges", "[ordering][performance]") {
+  std::vector<PlanItem> items;
+  items.reserve(10'000);
+  for (int n = 0; n < 100; ++n) {
+    const std::string ns = "ns-" + std::to_string(n);
+    items.push_back(item(ns, "", "Namespace", "", ns));
+    for (int i = 0; i < 98; ++i) {
+      const std::string name = "cm-" + std::to_string(i);
+      std::vector<std::string> require;
+      if (i > 0)
+        require.push_back("ConfigMap/" + ns + "/cm-" + std::to_string(i - 1));
+      items.push_back(item(ns + "-" + name, "", "ConfigMap", ns, name, require));
+    }
+    items.push_back(item(ns + "-role", "rbac.authorization.k8s.io", "Role", ns, "r"));
+  }
+  REQUIRE(items.size() == 10'000);
+  const auto start = std::chrono::steady_clock::now();
+  auto plan = states::plan_order(items);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  REQUIRE(plan.ok());
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  INFO("planning took " << ms << " ms");
+  CHECK(ms < 100);
+  std::size_t edges = 0;
+  for (const auto& node : plan->nodes)
+    edges += node.requires_nodes.size() + node.after_nodes.size();
+  CHECK(edges < 4 * items.size());
+  check_topological_order(*plan);
+  // Chains in different namespaces stay independent.
+  CHECK_FALSE(waits_for(*plan, items, "ns-1-cm-5", "ns-0-cm-0"));
+  CHECK(waits_for(*plan, items, "ns-1-cm-5", "ns-1-cm-0"));
+}
+
+TEST_CASE("kstate.io/depends-on lists references separated by commas or spaces", "[ordering]") {
+  const std::map<std::string, std::vector<std::string>> rows = {
+      {"", {}},
+      {"db", {"db"}},
+      {"db, Secret/default/token", {"db", "Secret/default/token"}},
+      {" a ,b\n c,, ", {"a", "b", "c"}},
+  };
+  for (const auto& [annotation, expected] : rows) {
+    INFO(annotation);
+    CHECK(states::parse_depends_on(annotation) == expected);
+  }
+}
