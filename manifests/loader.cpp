@@ -938,6 +938,10 @@ class Loader {
 
   void include_source(const Argument& source, const std::string& path, const std::string& id,
                       const SourcePosition& declared, const Arguments& arguments, std::vector<std::string>& stack) {
+    if (!options_.follow_sources) {
+      error(path, source.at.position(), id, "source: includes are disabled here");
+      return;
+    }
     std::string relative(view(*source.value));
     fs::path target = fs::path(relative).is_absolute() ? fs::path(relative) : fs::path(path).parent_path() / relative;
     std::string target_path = target.string();

@@ -97,6 +97,9 @@ struct LoadOptions {
   // daemon turns them off when reloading one file, merges the states with the other
   // files' states, and calls check_states() on the whole set.
   bool check_references = true;
+  // Whether `source:` may read other files. Off for untrusted text (the fuzz target):
+  // the state then gets an error instead.
+  bool follow_sources = true;
 };
 
 struct LoadResult {
