@@ -1,0 +1,2264 @@
+// kube-apiserver semantics over the store (see api_server.hpp). Messages, reasons
+// and codes follow kube-apiserver's so clients (kstate, kubectl) see what they
+// would see against a real cluster.
+#include "tests/emulator/api_server.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "tests/emulator/field_set.hpp"
+#include "tests/emulator/patch.hpp"
+#include "tests/emulator/validation.hpp"
+#include "tests/emulator/yaml_json.hpp"
+
+namespace kstate::emulator {
+
+struct ApiServer::Target {
+  const ResourceType* type = nullptr;
+  std::string namespace_name;
+  std::string name;
+  std::string subresource;
+  std::string key() const {
+    return object_key(type->group, type->plural, type->namespaced ? namespace_name : "", name);
+  }
+};
+
+namespace {
+
+using json::Allocator;
+using json::Document;
+using json::Value;
+
+Response json_response(int status, std::string body) {
+  Response response;
+  response.status = status;
+  response.body = std::move(body);
+  return response;
+}
+
+Response failure(int code, const std::string& reason, const std::string& message, const Value* details = nullptr) {
+  return json_response(code, status_body(code, reason, message, details));
+}
+
+Document details_for(const ResourceType* type, std::string_view name, bool kind_not_plural = false) {
+  Document details(rapidjson::kObjectType);
+  auto& allocator = details.GetAllocator();
+  if (!name.empty()) {
+    json::set_string(details, "name", name, allocator);
+  }
+  if (type != nullptr) {
+    if (!type->group.empty()) {
+      json::set_string(details, "group", type->group, allocator);
+    }
+    json::set_string(details, "kind", kind_not_plural ? type->kind : type->plural, allocator);
+  }
+  return details;
+}
+
+Response not_found(const ResourceType& type, std::string_view name) {
+  auto details = details_for(&type, name);
+  return failure(404, "NotFound", type.qualified_plural() + " \"" + std::string(name) + "\" not found", &details);
+}
+
+Response namespace_not_found(std::string_view name) {
+  Document details(rapidjson::kObjectType);
+  json::set_string(details, "name", name, details.GetAllocator());
+  json::set_string(details, "kind", "namespaces", details.GetAllocator());
+  return failure(404, "NotFound", "namespaces \"" + std::string(name) + "\" not found", &details);
+}
+
+Response resource_not_found() {
+  Document details(rapidjson::kObjectType);
+  Value causes(rapidjson::kArrayType);
+  Value cause(rapidjson::kObjectType);
+  json::set_string(cause, "reason", "UnexpectedServerResponse", details.GetAllocator());
+  json::set_string(cause, "message", "404 page not found", details.GetAllocator());
+  causes.PushBack(std::move(cause), details.GetAllocator());
+  json::set(details, "causes", std::move(causes), details.GetAllocator());
+  return failure(404, "NotFound", "the server could not find the requested resource", &details);
+}
+
+Response bad_request(const std::string& message) {
+  return failure(400, "BadRequest", message);
+}
+
+Response invalid(const ResourceType& type, std::string_view name, const std::vector<FieldCause>& causes) {
+  auto details = details_for(&type, name, true);
+  auto& allocator = details.GetAllocator();
+  Value list(rapidjson::kArrayType);
+  std::string summary;
+  for (const auto& cause : causes) {
+    Value item(rapidjson::kObjectType);
+    json::set_string(item, "reason", cause.reason, allocator);
+    json::set_string(item, "message", cause.message, allocator);
+    json::set_string(item, "field", cause.field, allocator);
+    list.PushBack(std::move(item), allocator);
+    summary += (summary.empty() ? "" : ", ") + cause.field + ": " + cause.message;
+  }
+  json::set(details, "causes", std::move(list), allocator);
+  if (causes.size() > 1) {
+    summary = "[" + summary + "]";
+  }
+  return failure(422, "Invalid", type.qualified_kind() + " \"" + std::string(name) + "\" is invalid: " + summary,
+                 &details);
+}
+
+Response conflict(const ResourceType& type, std::string_view name) {
+  auto details = details_for(&type, name);
+  return failure(409, "Conflict",
+                 "Operation cannot be fulfilled on " + type.qualified_plural() + " \"" + std::string(name) +
+                     "\": the object has been modified; please apply your changes to the latest version and try again",
+                 &details);
+}
+
+std::string query(const Request& request, const std::string& key) {
+  auto it = request.query.find(key);
+  return it == request.query.end() ? std::string() : it->second;
+}
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> segments;
+  size_t start = 0;
+  while (start <= path.size()) {
+    auto slash = path.find('/', start);
+    auto end = slash == std::string_view::npos ? path.size() : slash;
+    if (end > start) {
+      segments.emplace_back(path.substr(start, end - start));
+    }
+    if (slash == std::string_view::npos) {
+      break;
+    }
+    start = slash + 1;
+  }
+  return segments;
+}
+
+std::string base64(std::string_view data) {
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
+  int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                               reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
+  out.resize(static_cast<size_t>(length));
+  return out;
+}
+
+std::optional<std::string> unbase64(std::string_view data) {
+  if (data.size() % 4 != 0) {
+    return std::nullopt;
+  }
+  std::string out(3 * data.size() / 4 + 1, '\0');
+  int length = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                               reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
+  if (length < 0) {
+    return std::nullopt;
+  }
+  size_t padding = 0;
+  while (padding < data.size() && data[data.size() - 1 - padding] == '=') {
+    ++padding;
+  }
+  out.resize(static_cast<size_t>(length) - padding);
+  return out;
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char byte : digest) {
+    out += hex[byte >> 4];
+    out += hex[byte & 15];
+  }
+  return out;
+}
+
+std::string string_at(const Value& object, std::initializer_list<std::string_view> path) {
+  return std::string(json::string_or(json::find_path(object, path), ""));
+}
+
+Value* find_mutable(Value& object, std::initializer_list<std::string_view> path) {
+  Value* current = &object;
+  for (auto key : path) {
+    current = json::find(*current, key);
+    if (current == nullptr) {
+      return nullptr;
+    }
+  }
+  return current;
+}
+
+bool bool_at(const Value& object, std::initializer_list<std::string_view> path) {
+  const Value* value = json::find_path(object, path);
+  return value != nullptr && value->IsBool() && value->GetBool();
+}
+
+// Everything but metadata and status: a change here bumps metadata.generation.
+bool spec_changed(const Value& old_object, const Value& new_object) {
+  auto strip = [](const Value& object) {
+    Document copy = json::copy(object);
+    copy.RemoveMember("metadata");
+    copy.RemoveMember("status");
+    return copy;
+  };
+  return strip(old_object) != strip(new_object);
+}
+
+bool tracks_generation(const ResourceType& type) {
+  if (type.custom) {
+    return true;
+  }
+  if (type.group.empty() || type.group == "coordination.k8s.io") {
+    return false;
+  }
+  return std::find(type.top_level_fields.begin(), type.top_level_fields.end(), "spec") != type.top_level_fields.end();
+}
+
+bool is_write(std::string_view verb) {
+  return verb != "get" && verb != "list" && verb != "watch";
+}
+
+bool accepts(std::string_view accept, std::string_view needle) {
+  return accept.find(needle) != std::string_view::npos;
+}
+
+// Moves Secret.stringData into data (base64), as kube-apiserver does on write.
+void fold_string_data(Value& secret, Allocator& allocator) {
+  Value* string_data = json::find(secret, "stringData");
+  if (string_data == nullptr) {
+    return;
+  }
+  if (string_data->IsObject()) {
+    Value& data = json::ensure_object(secret, "data", allocator);
+    for (const auto& member : string_data->GetObject()) {
+      if (member.value.IsString()) {
+        json::set_string(data, member.name.GetString(),
+                         base64(std::string_view(member.value.GetString(), member.value.GetStringLength())), allocator);
+      }
+    }
+  }
+  secret.RemoveMember("stringData");
+}
+
+std::string format_age(std::chrono::seconds age) {
+  auto seconds = age.count();
+  if (seconds < 120) {
+    return std::to_string(seconds) + "s";
+  }
+  if (seconds < 7200) {
+    return std::to_string(seconds / 60) + "m";
+  }
+  if (seconds < 172800) {
+    return std::to_string(seconds / 3600) + "h";
+  }
+  return std::to_string(seconds / 86400) + "d";
+}
+
+std::chrono::system_clock::time_point parse_rfc3339(std::string_view text) {
+  std::tm tm{};
+  if (text.size() < 19 || std::sscanf(std::string(text).c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon,
+                                      &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) {
+    return {};
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+}  // namespace
+
+std::string status_body(int code, const std::string& reason, const std::string& message, const Value* details) {
+  Document doc(rapidjson::kObjectType);
+  auto& allocator = doc.GetAllocator();
+  json::set_string(doc, "kind", "Status", allocator);
+  json::set_string(doc, "apiVersion", "v1", allocator);
+  json::set(doc, "metadata", Value(rapidjson::kObjectType), allocator);
+  json::set_string(doc, "status", code < 400 ? "Success" : "Failure", allocator);
+  json::set_string(doc, "message", message, allocator);
+  if (!reason.empty()) {
+    json::set_string(doc, "reason", reason, allocator);
+  }
+  if (details != nullptr && details->IsObject() && !details->ObjectEmpty()) {
+    json::set(doc, "details", Value(*details, allocator), allocator);
+  }
+  json::set(doc, "code", Value(code), allocator);
+  return json::dump(doc);
+}
+
+ApiServer::ApiServer(Options options, Clock clock, std::uint64_t seed)
+    : options_(std::move(options)), clock_(std::move(clock)), random_(seed) {
+  // The namespaces every cluster starts with.
+  for (const char* name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    Document ns(rapidjson::kObjectType);
+    auto& allocator = ns.GetAllocator();
+    json::set_string(ns, "apiVersion", "v1", allocator);
+    json::set_string(ns, "kind", "Namespace", allocator);
+    Value& metadata = json::ensure_object(ns, "metadata", allocator);
+    json::set_string(metadata, "name", name, allocator);
+    json::set_string(metadata, "uid", new_uid(), allocator);
+    json::set_string(metadata, "creationTimestamp", now_rfc3339(), allocator);
+    json::set_string(json::ensure_object(metadata, "labels", allocator), "kubernetes.io/metadata.name", name,
+                     allocator);
+    Value finalizers(rapidjson::kArrayType);
+    finalizers.PushBack(json::make_string("kubernetes", allocator), allocator);
+    json::set(json::ensure_object(ns, "spec", allocator), "finalizers", std::move(finalizers), allocator);
+    json::set_string(json::ensure_object(ns, "status", allocator), "phase", "Active", allocator);
+    json::set_string(metadata, "resourceVersion", std::to_string(store_.next_version()), allocator);
+    store_.put(object_key("", "namespaces", "", name), std::make_shared<const Document>(std::move(ns)), "ADDED");
+  }
+}
+
+std::string ApiServer::now_rfc3339() const {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(clock_());
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+std::string ApiServer::new_uid() {
+  std::uniform_int_distribution<int> digit(0, 15);
+  static const char* hex = "0123456789abcdef";
+  std::string uid = "xxxxxxxx-xxxx-4xxx-axxx-xxxxxxxxxxxx";
+  for (auto& c : uid) {
+    if (c == 'x') {
+      c = hex[digit(random_)];
+    }
+  }
+  return uid;
+}
+
+std::string ApiServer::random_suffix() {
+  // The alphabet kube-apiserver's name generator uses (no vowels, no look-alikes).
+  static const std::string alphabet = "bcdfghjklmnpqrstvwxz2456789";
+  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
+  std::string suffix;
+  for (int i = 0; i < 5; ++i) {
+    suffix += alphabet[pick(random_)];
+  }
+  return suffix;
+}
+
+std::string ApiServer::allocate_cluster_ip() {
+  // 10.96.0.0/12 like kubeadm's default service range; .1 is the kubernetes Service.
+  while (true) {
+    std::uint32_t n = next_cluster_ip_++;
+    std::string ip = "10.96." + std::to_string((n >> 8) & 255) + "." + std::to_string(n & 255);
+    if ((n & 255) == 0 || (n & 255) == 255) {
+      continue;
+    }
+    bool used = false;
+    for (const auto& [key, object] : store_.range(collection_prefix("", "services"))) {
+      used = used || string_at(*object, {"spec", "clusterIP"}) == ip;
+    }
+    if (!used) {
+      return ip;
+    }
+  }
+}
+
+// ---- entry point ------------------------------------------------------------------
+
+Response ApiServer::handle(const Request& request) {
+  return route(request);
+}
+
+Response ApiServer::route(const Request& request) {
+  const std::string& path = request.path;
+  if (path == "/healthz" || path == "/livez" || path == "/readyz") {
+    Response response = json_response(200, "ok");
+    response.content_type = "text/plain; charset=utf-8";
+    response.verb = "health";
+    return response;
+  }
+  if (path == "/version" || path == "/version/") {
+    auto dot = options_.version.find('.');
+    std::string major = options_.version.substr(0, dot);
+    std::string minor = dot == std::string::npos ? "0" : options_.version.substr(dot + 1);
+    Document doc(rapidjson::kObjectType);
+    auto& allocator = doc.GetAllocator();
+    json::set_string(doc, "major", major, allocator);
+    json::set_string(doc, "minor", minor, allocator);
+    json::set_string(doc, "gitVersion", "v" + options_.version + ".0", allocator);
+    json::set_string(doc, "gitCommit", "0000000000000000000000000000000000000000", allocator);
+    json::set_string(doc, "gitTreeState", "clean", allocator);
+    json::set_string(doc, "buildDate", "2024-08-13T07:28:49Z", allocator);
+    json::set_string(doc, "goVersion", "go1.22.5", allocator);
+    json::set_string(doc, "compiler", "gc", allocator);
+    json::set_string(doc, "platform", "linux/amd64", allocator);
+    Response response = json_response(200, json::dump(doc));
+    response.verb = "discovery";
+    return response;
+  }
+  if (!request.identity.authenticated) {
+    Response response = failure(401, "Unauthorized", "Unauthorized");
+    response.verb = "unauthenticated";
+    return response;
+  }
+  auto segments = split_path(path);
+  if (segments.empty()) {
+    Response response = json_response(
+        200, R"({"paths":["/api","/api/v1","/apis","/healthz","/livez","/openapi/v3","/readyz","/version"]})");
+    response.verb = "discovery";
+    return response;
+  }
+  if (segments[0] == "openapi") {
+    Response response = openapi(segments);
+    response.verb = "discovery";
+    return response;
+  }
+  bool core = segments[0] == "api";
+  if (!core && segments[0] != "apis") {
+    return resource_not_found();
+  }
+  size_t prefix_length = core ? 2 : 3;
+  if (segments.size() < prefix_length) {
+    Response response = discovery(request, segments);
+    response.verb = "discovery";
+    return response;
+  }
+  std::string group = core ? "" : segments[1];
+  std::string version = core ? segments[1] : segments[2];
+  if (core && version != "v1") {
+    return resource_not_found();
+  }
+  std::vector<std::string> rest(segments.begin() + static_cast<long>(prefix_length), segments.end());
+  if (rest.empty()) {
+    Response response = discovery(request, segments);
+    response.verb = "discovery";
+    return response;
+  }
+  Target target;
+  std::string plural;
+  if (rest[0] == "namespaces" && rest.size() >= 3 &&
+      !(rest.size() == 3 && (rest[2] == "status" || rest[2] == "finalize"))) {
+    target.namespace_name = rest[1];
+    plural = rest[2];
+    if (rest.size() >= 4) {
+      target.name = rest[3];
+    }
+    if (rest.size() >= 5) {
+      target.subresource = rest[4];
+    }
+    if (rest.size() > 5) {
+      return resource_not_found();
+    }
+  } else {
+    plural = rest[0];
+    if (rest.size() >= 2) {
+      target.name = rest[1];
+    }
+    if (rest.size() >= 3) {
+      target.subresource = rest[2];
+    }
+    if (rest.size() > 3) {
+      return resource_not_found();
+    }
+  }
+  target.type = catalog_.find(group, version, plural);
+  if (target.type == nullptr) {
+    return resource_not_found();
+  }
+  if (!target.type->namespaced && !target.namespace_name.empty()) {
+    return resource_not_found();
+  }
+  if (target.type->namespaced && target.namespace_name.empty() && !target.name.empty()) {
+    return resource_not_found();
+  }
+  if (target.subresource == "finalize" && target.type->plural == "namespaces") {
+    target.subresource = "status";  // close enough: both only touch server-managed fields here
+  }
+  if (!target.subresource.empty() && !(target.subresource == "status" && target.type->has_status) &&
+      !(target.subresource == "scale" && target.type->has_scale)) {
+    return resource_not_found();
+  }
+  return serve_resource(request, target);
+}
+
+Response ApiServer::serve_resource(const Request& request, Target& target) {
+  const ResourceType& type = *target.type;
+  std::string verb;
+  bool collection = target.name.empty();
+  std::string watch_param = query(request, "watch");
+  if (request.method == "GET") {
+    verb = collection ? (watch_param == "true" || watch_param == "1" ? "watch" : "list") : "get";
+  } else if (request.method == "POST" && collection) {
+    verb = "create";
+  } else if (request.method == "PUT" && !collection) {
+    verb = "update";
+  } else if (request.method == "PATCH" && !collection) {
+    verb = "patch";
+  } else if (request.method == "DELETE") {
+    verb = collection ? "deletecollection" : "delete";
+  } else {
+    Response response =
+        failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+    response.verb = "unknown";
+    return response;
+  }
+  auto respond = [&](Response response) {
+    response.verb = verb;
+    return response;
+  };
+  if (is_write(verb) && !request.identity.may_write) {
+    auto details = details_for(&type, target.name);
+    std::string subject = type.qualified_plural() + (target.name.empty() ? "" : " \"" + target.name + "\"");
+    std::string scope = type.namespaced && !target.namespace_name.empty()
+                            ? " in the namespace \"" + target.namespace_name + "\""
+                            : " at the cluster scope";
+    std::string resource = type.plural + (target.subresource.empty() ? "" : "/" + target.subresource);
+    return respond(failure(403, "Forbidden",
+                           subject + " is forbidden: User \"" + request.identity.user + "\" cannot " + verb +
+                               " resource \"" + resource + "\" in API group \"" + type.group + "\"" + scope,
+                           &details));
+  }
+  if (std::find(type.verbs.begin(), type.verbs.end(), verb) == type.verbs.end()) {
+    return respond(failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+  }
+  if (type.namespaced && target.namespace_name.empty() && (verb == "create" || verb == "deletecollection")) {
+    return respond(resource_not_found());
+  }
+  std::string dry_run = query(request, "dryRun");
+  if (!dry_run.empty() && dry_run != "All") {
+    return respond(bad_request("dryRun: Unsupported value: \"" + dry_run + "\": supported values: \"All\""));
+  }
+  std::string validation = query(request, "fieldValidation");
+  if (!validation.empty() && validation != "Strict" && validation != "Warn" && validation != "Ignore") {
+    return respond(bad_request("fieldValidation: Unsupported value: \"" + validation +
+                               "\": supported values: \"Ignore\", \"Strict\", \"Warn\""));
+  }
+  if (target.subresource == "scale") {
+    return respond(scale_subresource(request, target));
+  }
+  if (verb == "get") {
+    return respond(get_object(request, target));
+  }
+  if (verb == "list") {
+    return respond(list_objects(request, target));
+  }
+  if (verb == "watch") {
+    return respond(start_watch(request, target));
+  }
+  if (verb == "delete") {
+    return respond(delete_object(request, target));
+  }
+  if (verb == "deletecollection") {
+    return respond(delete_collection(request, target));
+  }
+  if (verb == "patch") {
+    return respond(patch_object(request, target));
+  }
+  auto body = parse_json_or_yaml(request.body);
+  if (!body || !body->IsObject()) {
+    return respond(bad_request(body ? "the request body must be a JSON object" : body.error().message));
+  }
+  if (verb == "create") {
+    return respond(create_object(request, target, std::move(*body), false));
+  }
+  return respond(update_object(request, target, std::move(*body)));
+}
+
+// ---- discovery ------------------------------------------------------------------
+
+namespace {
+
+void add_resource_entries(Value& resources, const ResourceType& type, Allocator& allocator) {
+  Value entry(rapidjson::kObjectType);
+  json::set_string(entry, "name", type.plural, allocator);
+  json::set_string(entry, "singularName", type.singular, allocator);
+  json::set(entry, "namespaced", Value(type.namespaced), allocator);
+  json::set_string(entry, "kind", type.kind, allocator);
+  Value verbs(rapidjson::kArrayType);
+  for (const auto& verb : type.verbs) {
+    verbs.PushBack(json::make_string(verb, allocator), allocator);
+  }
+  json::set(entry, "verbs", std::move(verbs), allocator);
+  if (!type.short_names.empty()) {
+    Value names(rapidjson::kArrayType);
+    for (const auto& name : type.short_names) {
+      names.PushBack(json::make_string(name, allocator), allocator);
+    }
+    json::set(entry, "shortNames", std::move(names), allocator);
+  }
+  if (!type.categories.empty()) {
+    Value categories(rapidjson::kArrayType);
+    for (const auto& name : type.categories) {
+      categories.PushBack(json::make_string(name, allocator), allocator);
+    }
+    json::set(entry, "categories", std::move(categories), allocator);
+  }
+  json::set_string(entry, "storageVersionHash", base64(sha256_hex(type.api_version() + type.kind).substr(0, 6)),
+                   allocator);
+  resources.PushBack(std::move(entry), allocator);
+  auto subresource = [&](const std::string& name, const std::string& group, const std::string& version,
+                         const std::string& kind) {
+    Value sub(rapidjson::kObjectType);
+    json::set_string(sub, "name", type.plural + "/" + name, allocator);
+    json::set_string(sub, "singularName", "", allocator);
+    json::set(sub, "namespaced", Value(type.namespaced), allocator);
+    if (!group.empty()) {
+      json::set_string(sub, "group", group, allocator);
+      json::set_string(sub, "version", version, allocator);
+    }
+    json::set_string(sub, "kind", kind, allocator);
+    Value sub_verbs(rapidjson::kArrayType);
+    for (const char* verb : {"get", "patch", "update"}) {
+      sub_verbs.PushBack(Value(rapidjson::StringRef(verb)), allocator);
+    }
+    json::set(sub, "verbs", std::move(sub_verbs), allocator);
+    resources.PushBack(std::move(sub), allocator);
+  };
+  if (type.has_scale) {
+    subresource("scale", "autoscaling", "v1", "Scale");
+  }
+  if (type.has_status) {
+    subresource("status", "", "", type.kind);
+  }
+}
+
+Value aggregated_resource(const ResourceType& type, Allocator& allocator) {
+  Value entry(rapidjson::kObjectType);
+  json::set_string(entry, "resource", type.plural, allocator);
+  Value kind(rapidjson::kObjectType);
+  json::set_string(kind, "group", type.group, allocator);
+  json::set_string(kind, "version", type.version, allocator);
+  json::set_string(kind, "kind", type.kind, allocator);
+  json::set(entry, "responseKind", std::move(kind), allocator);
+  json::set_string(entry, "scope", type.namespaced ? "Namespaced" : "Cluster", allocator);
+  json::set_string(entry, "singularResource", type.singular, allocator);
+  Value verbs(rapidjson::kArrayType);
+  for (const auto& verb : type.verbs) {
+    verbs.PushBack(json::make_string(verb, allocator), allocator);
+  }
+  json::set(entry, "verbs", std::move(verbs), allocator);
+  if (!type.short_names.empty()) {
+    Value names(rapidjson::kArrayType);
+    for (const auto& name : type.short_names) {
+      names.PushBack(json::make_string(name, allocator), allocator);
+    }
+    json::set(entry, "shortNames", std::move(names), allocator);
+  }
+  if (!type.categories.empty()) {
+    Value categories(rapidjson::kArrayType);
+    for (const auto& name : type.categories) {
+      categories.PushBack(json::make_string(name, allocator), allocator);
+    }
+    json::set(entry, "categories", std::move(categories), allocator);
+  }
+  Value subresources(rapidjson::kArrayType);
+  auto subresource = [&](const char* name, const std::string& group, const std::string& version,
+                         const std::string& kind_name) {
+    Value sub(rapidjson::kObjectType);
+    json::set_string(sub, "subresource", name, allocator);
+    Value sub_kind(rapidjson::kObjectType);
+    json::set_string(sub_kind, "group", group, allocator);
+    json::set_string(sub_kind, "version", version, allocator);
+    json::set_string(sub_kind, "kind", kind_name, allocator);
+    json::set(sub, "responseKind", std::move(sub_kind), allocator);
+    Value sub_verbs(rapidjson::kArrayType);
+    for (const char* verb : {"get", "patch", "update"}) {
+      sub_verbs.PushBack(Value(rapidjson::StringRef(verb)), allocator);
+    }
+    json::set(sub, "verbs", std::move(sub_verbs), allocator);
+    subresources.PushBack(std::move(sub), allocator);
+  };
+  if (type.has_scale) {
+    subresource("scale", "autoscaling", "v1", "Scale");
+  }
+  if (type.has_status) {
+    subresource("status", type.group, type.version, type.kind);
+  }
+  if (!subresources.Empty()) {
+    json::set(entry, "subresources", std::move(subresources), allocator);
+  }
+  return entry;
+}
+
+// Which discovery document the Accept header asks for: "v2", "v2beta1" or "" (legacy).
+std::string aggregated_version(std::string_view accept) {
+  size_t start = 0;
+  while (start < accept.size()) {
+    auto comma = accept.find(',', start);
+    auto part = accept.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    bool aggregated = part.find("as=APIGroupDiscoveryList") != std::string_view::npos &&
+                      part.find("g=apidiscovery.k8s.io") != std::string_view::npos;
+    if (aggregated && part.find("v=v2beta1") != std::string_view::npos) {
+      return "v2beta1";
+    }
+    if (aggregated && part.find("v=v2") != std::string_view::npos) {
+      return "v2";
+    }
+    if (!aggregated &&
+        (part.find("application/json") != std::string_view::npos || part.find("*/*") != std::string_view::npos)) {
+      return "";
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    start = comma + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+// OpenAPI v3: per group-version documents listing each resource's PATCH
+// operation with its query parameters, which is how kubectl decides that the
+// server supports fieldValidation (and then leaves validation to the server).
+// No schemas: kubectl falls back to its compiled-in types for patches.
+Response ApiServer::openapi(const std::vector<std::string>& segments) const {
+  auto group_versions = [&] {
+    std::vector<std::pair<std::string, std::string>> result;
+    for (const auto* type : catalog_.all()) {
+      std::pair<std::string, std::string> gv{type->group, type->version};
+      if (std::find(result.begin(), result.end(), gv) == result.end()) {
+        result.push_back(gv);
+      }
+    }
+    return result;
+  };
+  auto gv_path = [](const std::string& group, const std::string& version) {
+    return group.empty() ? "api/" + version : "apis/" + group + "/" + version;
+  };
+  auto gv_document = [&](const std::string& group, const std::string& version) {
+    Document doc(rapidjson::kObjectType);
+    auto& allocator = doc.GetAllocator();
+    json::set_string(doc, "openapi", "3.0.0", allocator);
+    Value info(rapidjson::kObjectType);
+    json::set_string(info, "title", "Kubernetes", allocator);
+    json::set_string(info, "version", "v" + options_.version + ".0", allocator);
+    json::set(doc, "info", std::move(info), allocator);
+    Value paths(rapidjson::kObjectType);
+    for (const auto* type : catalog_.all()) {
+      if (type->group != group || type->version != version) {
+        continue;
+      }
+      std::string path = "/" + gv_path(group, version) + (type->namespaced ? "/namespaces/{namespace}/" : "/") +
+                         type->plural + "/{name}";
+      Value operation(rapidjson::kObjectType);
+      json::set_string(operation, "operationId", "patch" + type->kind, allocator);
+      Value parameters(rapidjson::kArrayType);
+      for (const char* name : {"dryRun", "fieldManager", "fieldValidation", "force"}) {
+        Value parameter(rapidjson::kObjectType);
+        json::set_string(parameter, "name", name, allocator);
+        json::set_string(parameter, "in", "query", allocator);
+        Value schema(rapidjson::kObjectType);
+        json::set_string(schema, "type", std::string_view(name) == "force" ? "boolean" : "string", allocator);
+        json::set(parameter, "schema", std::move(schema), allocator);
+        parameters.PushBack(std::move(parameter), allocator);
+      }
+      json::set(operation, "parameters", std::move(parameters), allocator);
+      Value responses(rapidjson::kObjectType);
+      Value ok(rapidjson::kObjectType);
+      json::set_string(ok, "description", "OK", allocator);
+      json::set(responses, "200", std::move(ok), allocator);
+      json::set(operation, "responses", std::move(responses), allocator);
+      json::set_string(operation, "x-kubernetes-action", "patch", allocator);
+      Value gvk(rapidjson::kObjectType);
+      json::set_string(gvk, "group", type->group, allocator);
+      json::set_string(gvk, "version", type->version, allocator);
+      json::set_string(gvk, "kind", type->kind, allocator);
+      json::set(operation, "x-kubernetes-group-version-kind", std::move(gvk), allocator);
+      Value item(rapidjson::kObjectType);
+      json::set(item, "patch", std::move(operation), allocator);
+      json::set(paths, path, std::move(item), allocator);
+    }
+    json::set(doc, "paths", std::move(paths), allocator);
+    Value components(rapidjson::kObjectType);
+    json::set(components, "schemas", Value(rapidjson::kObjectType), allocator);
+    json::set(doc, "components", std::move(components), allocator);
+    return json::dump(doc);
+  };
+  if (segments.size() == 2 && segments[1] == "v3") {
+    Document doc(rapidjson::kObjectType);
+    auto& allocator = doc.GetAllocator();
+    Value paths(rapidjson::kObjectType);
+    for (const auto& [group, version] : group_versions()) {
+      Value entry(rapidjson::kObjectType);
+      std::string hash = sha256_hex(gv_document(group, version)).substr(0, 32);
+      json::set_string(entry, "serverRelativeURL", "/openapi/v3/" + gv_path(group, version) + "?hash=" + hash,
+                       allocator);
+      json::set(paths, gv_path(group, version), std::move(entry), allocator);
+    }
+    json::set(doc, "paths", std::move(paths), allocator);
+    return json_response(200, json::dump(doc));
+  }
+  if (segments.size() >= 4 && segments[1] == "v3") {
+    bool core = segments[2] == "api";
+    std::string group = core ? "" : segments[3];
+    std::string version = core ? segments[3] : (segments.size() >= 5 ? segments[4] : "");
+    for (const auto& [known_group, known_version] : group_versions()) {
+      if (known_group == group && known_version == version) {
+        return json_response(200, gv_document(group, version));
+      }
+    }
+  }
+  return resource_not_found();
+}
+
+std::string ApiServer::discovery_document(bool aggregated_core, const std::string& version) const {
+  Document doc(rapidjson::kObjectType);
+  auto& allocator = doc.GetAllocator();
+  json::set_string(doc, "kind", "APIGroupDiscoveryList", allocator);
+  json::set_string(doc, "apiVersion", "apidiscovery.k8s.io/" + version, allocator);
+  json::set(doc, "metadata", Value(rapidjson::kObjectType), allocator);
+  Value items(rapidjson::kArrayType);
+  for (const auto& group : catalog_.groups()) {
+    if (group.empty() != aggregated_core) {
+      continue;
+    }
+    Value item(rapidjson::kObjectType);
+    Value metadata(rapidjson::kObjectType);
+    if (!group.empty()) {
+      json::set_string(metadata, "name", group, allocator);
+    }
+    json::set(item, "metadata", std::move(metadata), allocator);
+    Value versions(rapidjson::kArrayType);
+    for (const auto& group_version : catalog_.versions_of(group)) {
+      Value entry(rapidjson::kObjectType);
+      json::set_string(entry, "version", group_version, allocator);
+      Value resources(rapidjson::kArrayType);
+      for (const auto* type : catalog_.all()) {
+        if (type->group == group && type->version == group_version) {
+          resources.PushBack(aggregated_resource(*type, allocator), allocator);
+        }
+      }
+      json::set(entry, "resources", std::move(resources), allocator);
+      json::set_string(entry, "freshness", "Current", allocator);
+      versions.PushBack(std::move(entry), allocator);
+    }
+    json::set(item, "versions", std::move(versions), allocator);
+    items.PushBack(std::move(item), allocator);
+  }
+  json::set(doc, "items", std::move(items), allocator);
+  return json::dump(doc);
+}
+
+Response ApiServer::discovery(const Request& request, const std::vector<std::string>& segments) {
+  bool core = segments[0] == "api";
+  if (segments.size() == 1) {
+    std::string aggregated = aggregated_version(request.accept);
+    if (!aggregated.empty()) {
+      Response response = json_response(200, discovery_document(core, aggregated));
+      response.content_type = "application/json;g=apidiscovery.k8s.io;v=" + aggregated + ";as=APIGroupDiscoveryList";
+      std::string etag = "\"" + sha256_hex(response.body).substr(0, 32) + "\"";
+      response.headers.emplace_back("ETag", etag);
+      response.headers.emplace_back("Vary", "Accept");
+      if (!request.if_none_match.empty() && request.if_none_match == etag) {
+        response.status = 304;
+        response.body.clear();
+      }
+      return response;
+    }
+    Document doc(rapidjson::kObjectType);
+    auto& allocator = doc.GetAllocator();
+    if (core) {
+      json::set_string(doc, "kind", "APIVersions", allocator);
+      Value versions(rapidjson::kArrayType);
+      versions.PushBack(Value("v1"), allocator);
+      json::set(doc, "versions", std::move(versions), allocator);
+      Value addresses(rapidjson::kArrayType);
+      Value address(rapidjson::kObjectType);
+      json::set_string(address, "clientCIDR", "0.0.0.0/0", allocator);
+      json::set_string(address, "serverAddress", options_.server_address, allocator);
+      addresses.PushBack(std::move(address), allocator);
+      json::set(doc, "serverAddressByClientCIDRs", std::move(addresses), allocator);
+      return json_response(200, json::dump(doc));
+    }
+    json::set_string(doc, "kind", "APIGroupList", allocator);
+    json::set_string(doc, "apiVersion", "v1", allocator);
+    Value groups(rapidjson::kArrayType);
+    for (const auto& group : catalog_.groups()) {
+      if (group.empty()) {
+        continue;
+      }
+      Value item(rapidjson::kObjectType);
+      json::set_string(item, "name", group, allocator);
+      Value versions(rapidjson::kArrayType);
+      auto group_versions = catalog_.versions_of(group);
+      for (const auto& version : group_versions) {
+        Value entry(rapidjson::kObjectType);
+        json::set_string(entry, "groupVersion", group + "/" + version, allocator);
+        json::set_string(entry, "version", version, allocator);
+        versions.PushBack(std::move(entry), allocator);
+      }
+      json::set(item, "versions", std::move(versions), allocator);
+      Value preferred(rapidjson::kObjectType);
+      json::set_string(preferred, "groupVersion", group + "/" + group_versions.front(), allocator);
+      json::set_string(preferred, "version", group_versions.front(), allocator);
+      json::set(item, "preferredVersion", std::move(preferred), allocator);
+      groups.PushBack(std::move(item), allocator);
+    }
+    json::set(doc, "groups", std::move(groups), allocator);
+    return json_response(200, json::dump(doc));
+  }
+  std::string group = core ? "" : segments[1];
+  auto group_versions = catalog_.versions_of(group);
+  if (group_versions.empty()) {
+    return resource_not_found();
+  }
+  Document doc(rapidjson::kObjectType);
+  auto& allocator = doc.GetAllocator();
+  if (!core && segments.size() == 2) {
+    json::set_string(doc, "kind", "APIGroup", allocator);
+    json::set_string(doc, "apiVersion", "v1", allocator);
+    json::set_string(doc, "name", group, allocator);
+    Value versions(rapidjson::kArrayType);
+    for (const auto& version : group_versions) {
+      Value entry(rapidjson::kObjectType);
+      json::set_string(entry, "groupVersion", group + "/" + version, allocator);
+      json::set_string(entry, "version", version, allocator);
+      versions.PushBack(std::move(entry), allocator);
+    }
+    json::set(doc, "versions", std::move(versions), allocator);
+    Value preferred(rapidjson::kObjectType);
+    json::set_string(preferred, "groupVersion", group + "/" + group_versions.front(), allocator);
+    json::set_string(preferred, "version", group_versions.front(), allocator);
+    json::set(doc, "preferredVersion", std::move(preferred), allocator);
+    return json_response(200, json::dump(doc));
+  }
+  std::string version = core ? segments[1] : segments[2];
+  if (std::find(group_versions.begin(), group_versions.end(), version) == group_versions.end()) {
+    return resource_not_found();
+  }
+  json::set_string(doc, "kind", "APIResourceList", allocator);
+  json::set_string(doc, "apiVersion", "v1", allocator);
+  json::set_string(doc, "groupVersion", group.empty() ? version : group + "/" + version, allocator);
+  Value resources(rapidjson::kArrayType);
+  for (const auto* type : catalog_.all()) {
+    if (type->group == group && type->version == version) {
+      add_resource_entries(resources, *type, allocator);
+    }
+  }
+  json::set(doc, "resources", std::move(resources), allocator);
+  return json_response(200, json::dump(doc));
+}
+
+// ---- reads --------------------------------------------------------------------------
+
+namespace {
+
+Value partial_metadata(const Value& object, Allocator& allocator) {
+  Value partial(rapidjson::kObjectType);
+  json::set_string(partial, "kind", "PartialObjectMetadata", allocator);
+  json::set_string(partial, "apiVersion", "meta.k8s.io/v1", allocator);
+  if (const Value* metadata = json::find(object, "metadata"); metadata != nullptr) {
+    json::set(partial, "metadata", Value(*metadata, allocator), allocator);
+  }
+  return partial;
+}
+
+}  // namespace
+
+Response ApiServer::get_object(const Request& request, const Target& target) {
+  auto object = store_.get(target.key());
+  if (!object) {
+    return not_found(*target.type, target.name);
+  }
+  if (accepts(request.accept, "as=Table")) {
+    // One-row table, the shape kubectl get prints.
+    std::vector<std::pair<std::string, ObjectPtr>> one{{target.key(), object}};
+    (void)one;
+  }
+  return json_response(200, json::dump(*object));
+}
+
+Response ApiServer::list_objects(const Request& request, const Target& target) {
+  const ResourceType& type = *target.type;
+  auto labels = parse_label_selector(query(request, "labelSelector"));
+  if (!labels) {
+    return bad_request(labels.error().message);
+  }
+  auto fields = parse_field_selector(query(request, "fieldSelector"));
+  if (!fields) {
+    return bad_request(fields.error().message);
+  }
+  long limit = 0;
+  if (auto text = query(request, "limit"); !text.empty()) {
+    limit = std::strtol(text.c_str(), nullptr, 10);
+  }
+  std::string after;
+  if (auto token = query(request, "continue"); !token.empty()) {
+    auto decoded = unbase64(token);
+    auto parsed = decoded ? json::parse(*decoded) : Result<Document>(Error(ErrorKind::invalid, "bad token"));
+    if (!parsed || json::find(*parsed, "start") == nullptr) {
+      return bad_request("continue key is not valid: invalid continue token");
+    }
+    after = string_at(*parsed, {"start"});
+  }
+  std::string prefix = collection_prefix(type.group, type.plural);
+  if (type.namespaced && !target.namespace_name.empty()) {
+    prefix += target.namespace_name + "/";
+  }
+  std::string version = std::to_string(store_.current_version());
+  std::vector<ObjectPtr> items;
+  std::string last_key;
+  long remaining = 0;
+  for (const auto& [key, object] : store_.range(prefix, after)) {
+    if (!labels->empty() && !labels->matches(labels_of(*object))) {
+      continue;
+    }
+    if (!fields->empty() &&
+        !fields->matches(string_at(*object, {"metadata", "name"}), string_at(*object, {"metadata", "namespace"}))) {
+      continue;
+    }
+    if (limit > 0 && static_cast<long>(items.size()) >= limit) {
+      ++remaining;
+      continue;
+    }
+    items.push_back(object);
+    last_key = key;
+  }
+  std::string metadata = "{\"resourceVersion\":\"" + version + "\"";
+  if (remaining > 0) {
+    Document token(rapidjson::kObjectType);
+    json::set_string(token, "start", last_key, token.GetAllocator());
+    json::set_string(token, "rv", version, token.GetAllocator());
+    metadata +=
+        ",\"continue\":\"" + base64(json::dump(token)) + "\",\"remainingItemCount\":" + std::to_string(remaining);
+  }
+  metadata += "}";
+  if (accepts(request.accept, "as=Table")) {
+    Document table(rapidjson::kObjectType);
+    auto& allocator = table.GetAllocator();
+    json::set_string(table, "kind", "Table", allocator);
+    json::set_string(table, "apiVersion", "meta.k8s.io/v1", allocator);
+    auto meta = json::parse(metadata);
+    json::set(table, "metadata", Value(*meta, allocator), allocator);
+    Value columns(rapidjson::kArrayType);
+    for (auto [name, format, description] :
+         {std::tuple{"Name", "name", "Name must be unique within a namespace."},
+          std::tuple{"Age", "",
+                     "CreationTimestamp is a timestamp representing the server time when this object was "
+                     "created."}}) {
+      Value column(rapidjson::kObjectType);
+      json::set_string(column, "name", name, allocator);
+      json::set_string(column, "type", "string", allocator);
+      json::set_string(column, "format", format, allocator);
+      json::set_string(column, "description", description, allocator);
+      json::set(column, "priority", Value(0), allocator);
+      columns.PushBack(std::move(column), allocator);
+    }
+    json::set(table, "columnDefinitions", std::move(columns), allocator);
+    Value rows(rapidjson::kArrayType);
+    bool include_full = query(request, "includeObject") == "Object";
+    auto now = clock_();
+    for (const auto& object : items) {
+      Value row(rapidjson::kObjectType);
+      Value cells(rapidjson::kArrayType);
+      cells.PushBack(json::make_string(string_at(*object, {"metadata", "name"}), allocator), allocator);
+      auto created = parse_rfc3339(string_at(*object, {"metadata", "creationTimestamp"}));
+      cells.PushBack(
+          json::make_string(format_age(std::chrono::duration_cast<std::chrono::seconds>(now - created)), allocator),
+          allocator);
+      json::set(row, "cells", std::move(cells), allocator);
+      if (query(request, "includeObject") != "None") {
+        json::set(row, "object", include_full ? Value(*object, allocator) : partial_metadata(*object, allocator),
+                  allocator);
+      }
+      rows.PushBack(std::move(row), allocator);
+    }
+    json::set(table, "rows", std::move(rows), allocator);
+    Response response = json_response(200, json::dump(table));
+    response.content_type = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    return response;
+  }
+  std::string body = "{\"kind\":\"" + type.kind + "List\",\"apiVersion\":\"" + type.api_version() +
+                     "\",\"metadata\":" + metadata + ",\"items\":[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) {
+      body += ',';
+    }
+    body += json::dump(*items[i]);
+  }
+  body += "]}";
+  return json_response(200, std::move(body));
+}
+
+Response ApiServer::start_watch(const Request& request, const Target& target) {
+  WatchSpec spec;
+  spec.prefix = collection_prefix(target.type->group, target.type->plural);
+  spec.kind = target.type->kind;
+  spec.api_version = target.type->api_version();
+  spec.namespace_name = target.type->namespaced ? target.namespace_name : "";
+  auto labels = parse_label_selector(query(request, "labelSelector"));
+  if (!labels) {
+    return bad_request(labels.error().message);
+  }
+  auto fields = parse_field_selector(query(request, "fieldSelector"));
+  if (!fields) {
+    return bad_request(fields.error().message);
+  }
+  spec.labels = std::move(*labels);
+  spec.fields = std::move(*fields);
+  std::string version = query(request, "resourceVersion");
+  bool send_initial = query(request, "sendInitialEvents") == "true";
+  if (version.empty() || version == "0" || send_initial) {
+    spec.initial_listing = true;
+    spec.start_after = store_.current_version();
+    spec.initial_events_end_bookmark = send_initial;
+  } else {
+    char* end = nullptr;
+    spec.start_after = std::strtoull(version.c_str(), &end, 10);
+    if (end == version.c_str() || *end != '\0') {
+      return bad_request("invalid resource version \"" + version + "\"");
+    }
+  }
+  spec.bookmarks = query(request, "allowWatchBookmarks") == "true";
+  if (auto timeout = query(request, "timeoutSeconds"); !timeout.empty()) {
+    spec.timeout_seconds = std::atoi(timeout.c_str());
+  }
+  Response response = json_response(200, "");
+  response.watch = std::move(spec);
+  return response;
+}
+
+namespace {
+
+bool watch_matches(const WatchSpec& spec, const WatchEvent& event) {
+  if (event.prefix != spec.prefix) {
+    return false;
+  }
+  if (!spec.namespace_name.empty() && event.namespace_name != spec.namespace_name) {
+    return false;
+  }
+  if (!spec.labels.empty() && !spec.labels.matches(labels_of(*event.object))) {
+    return false;
+  }
+  if (!spec.fields.empty() &&
+      !spec.fields.matches(string_at(*event.object, {"metadata", "name"}), event.namespace_name)) {
+    return false;
+  }
+  return true;
+}
+
+std::string watch_line(std::string_view type, const Value& object) {
+  return "{\"type\":\"" + std::string(type) + "\",\"object\":" + json::dump(object) + "}\n";
+}
+
+}  // namespace
+
+std::optional<ApiServer::WatchLines> ApiServer::watch_events(const WatchSpec& spec, std::uint64_t after) const {
+  if (after < store_.oldest_watchable()) {
+    return std::nullopt;
+  }
+  WatchLines result;
+  result.last = after;
+  for (const WatchEvent* event : store_.events_after(after)) {
+    result.last = event->resource_version;
+    if (watch_matches(spec, *event)) {
+      result.lines.push_back(watch_line(event->type, *event->object));
+    }
+  }
+  return result;
+}
+
+std::vector<std::string> ApiServer::initial_watch_events(const WatchSpec& spec) const {
+  std::vector<std::string> lines;
+  std::string prefix = spec.prefix + (spec.namespace_name.empty() ? "" : spec.namespace_name + "/");
+  for (const auto& [key, object] : store_.range(prefix)) {
+    WatchEvent event{0, "ADDED", spec.prefix, string_at(*object, {"metadata", "namespace"}), object};
+    if (watch_matches(spec, event)) {
+      lines.push_back(watch_line("ADDED", *object));
+    }
+  }
+  return lines;
+}
+
+std::string ApiServer::bookmark_line(const WatchSpec& spec, std::uint64_t version, bool initial_events_end) const {
+  std::string annotations =
+      initial_events_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : std::string();
+  return "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"" + spec.kind + "\",\"apiVersion\":\"" + spec.api_version +
+         "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(version) + "\"" + annotations + "}}}\n";
+}
+
+std::string ApiServer::expired_line(std::uint64_t requested) const {
+  Document object;
+  object.Parse(status_body(410, "Expired",
+                           "too old resource version: " + std::to_string(requested) + " (" +
+                               std::to_string(store_.oldest_watchable()) + ")"));
+  return watch_line("ERROR", object);
+}
+
+// ---- writes ---------------------------------------------------------------------------
+
+namespace {
+
+std::string manager_of(const Request& request) {
+  std::string manager = query(request, "fieldManager");
+  if (!manager.empty()) {
+    return manager;
+  }
+  auto slash = request.user_agent.find('/');
+  manager = request.user_agent.substr(0, slash);
+  return manager.empty() ? "unknown" : manager;
+}
+
+std::string field_validation(const Request& request) {
+  std::string mode = query(request, "fieldValidation");
+  return mode.empty() ? "Warn" : mode;
+}
+
+// Checks apiVersion/kind of a body against the endpoint; empty when they match.
+std::optional<Response> check_type(const ResourceType& type, const Value& body) {
+  auto api_version = string_at(body, {"apiVersion"});
+  auto kind = string_at(body, {"kind"});
+  if (kind.empty()) {
+    return bad_request("Object 'Kind' is missing in '" + json::dump(body).substr(0, 200) + "'");
+  }
+  if (api_version.empty()) {
+    return bad_request("Object 'apiVersion' is missing in '" + json::dump(body).substr(0, 200) + "'");
+  }
+  if (api_version != type.api_version()) {
+    return bad_request("the API version in the data (" + api_version + ") does not match the expected API version (" +
+                       type.api_version() + ")");
+  }
+  if (kind != type.kind) {
+    return bad_request("the kind in the data (" + kind + ") does not match the expected kind (" + type.kind + ")");
+  }
+  return std::nullopt;
+}
+
+// Unknown fields per fieldValidation: Strict fails, Warn adds Warning headers, Ignore drops silently.
+std::optional<Response> handle_unknown_fields(const ResourceType& type, Value& object, const std::string& mode,
+                                              std::vector<std::string>& warnings,
+                                              std::vector<FieldCause>& schema_causes) {
+  std::vector<std::string> unknown;
+  if (type.custom) {
+    if (type.schema) {
+      schema_causes = validate_and_prune(*type.schema, object, unknown);
+    }
+  } else {
+    unknown = drop_unknown_builtin_fields(type, object);
+  }
+  if (unknown.empty() || mode == "Ignore") {
+    return std::nullopt;
+  }
+  if (mode == "Strict") {
+    std::string message = "strict decoding error: ";
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      message += (i > 0 ? ", " : "") + std::string("unknown field \"") + unknown[i] + "\"";
+    }
+    return bad_request(message);
+  }
+  for (const auto& field : unknown) {
+    warnings.push_back("unknown field \"" + field + "\"");
+  }
+  return std::nullopt;
+}
+
+void add_warnings(Response& response, const std::vector<std::string>& warnings) {
+  for (const auto& warning : warnings) {
+    std::string escaped;
+    for (char c : warning) {
+      if (c == '"' || c == '\\') {
+        escaped += '\\';
+      }
+      escaped += c;
+    }
+    response.headers.emplace_back("Warning", "299 - \"" + escaped + "\"");
+  }
+}
+
+void strip_server_metadata(Value& object) {
+  if (Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
+    for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
+                              "deletionGracePeriodSeconds", "selfLink"}) {
+      metadata->RemoveMember(field);
+    }
+  }
+}
+
+}  // namespace
+
+void ApiServer::store_object(const std::string& key, Document object, const char* event_type) {
+  auto version = store_.next_version();
+  Value& metadata = json::ensure_object(object, "metadata", object.GetAllocator());
+  json::set_string(metadata, "resourceVersion", std::to_string(version), object.GetAllocator());
+  store_.put(key, std::make_shared<const Document>(std::move(object)), event_type);
+}
+
+void ApiServer::remove_object(const std::string& key, const ObjectPtr& object) {
+  Document final_object = json::copy(*object);
+  auto version = store_.next_version();
+  json::set_string(json::ensure_object(final_object, "metadata", final_object.GetAllocator()), "resourceVersion",
+                   std::to_string(version), final_object.GetAllocator());
+  bool is_crd = key.starts_with("apiextensions.k8s.io/customresourcedefinitions/");
+  std::string crd_name = string_at(final_object, {"metadata", "name"});
+  store_.erase(key, std::make_shared<const Document>(std::move(final_object)));
+  deletions_pending_ = true;
+  if (is_crd) {
+    on_crd_deleted(crd_name);
+  }
+}
+
+Response ApiServer::create_object(const Request& request, const Target& target, Document body, bool from_apply) {
+  const ResourceType& type = *target.type;
+  auto& allocator = body.GetAllocator();
+  if (!target.subresource.empty()) {
+    return failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+  }
+  if (auto mismatch = check_type(type, body)) {
+    return *mismatch;
+  }
+  Value& metadata = json::ensure_object(body, "metadata", allocator);
+  if (type.namespaced) {
+    auto body_namespace = string_at(metadata, {"namespace"});
+    if (!body_namespace.empty() && body_namespace != target.namespace_name) {
+      return bad_request("the namespace of the provided object does not match the namespace sent on the request");
+    }
+    json::set_string(metadata, "namespace", target.namespace_name, allocator);
+  } else {
+    metadata.RemoveMember("namespace");
+  }
+  std::string name = string_at(metadata, {"name"});
+  if (name.empty() && !from_apply) {
+    std::string generate = string_at(metadata, {"generateName"});
+    if (!generate.empty()) {
+      name = generate + random_suffix();
+      json::set_string(metadata, "name", name, allocator);
+    }
+  }
+  if (auto causes = validate_name(type, name); !causes.empty()) {
+    return invalid(type, name, causes);
+  }
+  if (type.namespaced) {
+    auto ns = store_.get(object_key("", "namespaces", "", target.namespace_name));
+    if (!ns) {
+      return namespace_not_found(target.namespace_name);
+    }
+    if (json::find_path(*ns, {"metadata", "deletionTimestamp"}) != nullptr) {
+      auto details = details_for(&type, name);
+      Value causes(rapidjson::kArrayType);
+      Value cause(rapidjson::kObjectType);
+      std::string message = "namespace " + target.namespace_name + " is being terminated";
+      json::set_string(cause, "reason", "NamespaceTerminating", details.GetAllocator());
+      json::set_string(cause, "message", message, details.GetAllocator());
+      json::set_string(cause, "field", "metadata.namespace", details.GetAllocator());
+      causes.PushBack(std::move(cause), details.GetAllocator());
+      json::set(details, "causes", std::move(causes), details.GetAllocator());
+      return failure(403, "Forbidden",
+                     type.qualified_plural() + " \"" + name +
+                         "\" is forbidden: unable to create new content in namespace " + target.namespace_name +
+                         " because it is being terminated",
+                     &details);
+    }
+  }
+  std::vector<std::string> warnings;
+  std::vector<FieldCause> causes;
+  if (auto rejected = handle_unknown_fields(type, body, field_validation(request), warnings, causes)) {
+    return *rejected;
+  }
+  auto more = validate_object(type, body);
+  causes.insert(causes.end(), more.begin(), more.end());
+  if (!causes.empty()) {
+    return invalid(type, name, causes);
+  }
+  Target named = target;
+  named.name = name;
+  std::string key = named.key();
+  if (store_.get(key)) {
+    auto details = details_for(&type, name);
+    return failure(409, "AlreadyExists", type.qualified_plural() + " \"" + name + "\" already exists", &details);
+  }
+  // Server-populated fields.
+  Value& meta = json::ensure_object(body, "metadata", allocator);
+  strip_server_metadata(meta.IsObject() ? body : body);
+  Value& fresh_meta = json::ensure_object(body, "metadata", allocator);
+  json::set_string(fresh_meta, "uid", new_uid(), allocator);
+  json::set_string(fresh_meta, "creationTimestamp", now_rfc3339(), allocator);
+  if (tracks_generation(type)) {
+    json::set(fresh_meta, "generation", Value(1), allocator);
+  }
+  if (type.has_status && type.plural != "namespaces") {
+    body.RemoveMember("status");  // status is only written through the status subresource
+  }
+  if (type.group.empty() && type.plural == "namespaces") {
+    json::set_string(json::ensure_object(fresh_meta, "labels", allocator), "kubernetes.io/metadata.name", name,
+                     allocator);
+    Value finalizers(rapidjson::kArrayType);
+    finalizers.PushBack(json::make_string("kubernetes", allocator), allocator);
+    json::set(json::ensure_object(body, "spec", allocator), "finalizers", std::move(finalizers), allocator);
+    Value status(rapidjson::kObjectType);
+    json::set_string(status, "phase", "Active", allocator);
+    json::set(body, "status", std::move(status), allocator);
+  }
+  if (type.group.empty() && type.plural == "secrets") {
+    fold_string_data(body, allocator);
+    if (json::find(body, "type") == nullptr) {
+      json::set_string(body, "type", "Opaque", allocator);
+    }
+  }
+  if (type.group.empty() && type.plural == "services") {
+    Value& spec = json::ensure_object(body, "spec", allocator);
+    auto service_type = string_at(spec, {"type"});
+    if (service_type.empty()) {
+      json::set_string(spec, "type", "ClusterIP", allocator);
+      service_type = "ClusterIP";
+    }
+    if (service_type != "ExternalName") {
+      std::string ip = string_at(spec, {"clusterIP"});
+      if (ip.empty()) {
+        ip = request.query.count("dryRun") ? "10.96.0.0" : allocate_cluster_ip();
+        if (request.query.count("dryRun") == 0) {
+          json::set_string(spec, "clusterIP", ip, allocator);
+        } else {
+          ip = allocate_cluster_ip();
+          --next_cluster_ip_;  // a dry run must not consume the address
+          json::set_string(spec, "clusterIP", ip, allocator);
+        }
+      }
+      Value ips(rapidjson::kArrayType);
+      ips.PushBack(json::make_string(ip, allocator), allocator);
+      json::set(spec, "clusterIPs", std::move(ips), allocator);
+    }
+  }
+  if (type.group == "apiextensions.k8s.io") {
+    Value status(rapidjson::kObjectType);
+    Value conditions(rapidjson::kArrayType);
+    Value names_accepted(rapidjson::kObjectType);
+    json::set_string(names_accepted, "type", "NamesAccepted", allocator);
+    json::set_string(names_accepted, "status", "True", allocator);
+    json::set_string(names_accepted, "reason", "NoConflicts", allocator);
+    json::set_string(names_accepted, "message", "no conflicts found", allocator);
+    json::set_string(names_accepted, "lastTransitionTime", now_rfc3339(), allocator);
+    conditions.PushBack(std::move(names_accepted), allocator);
+    Value established(rapidjson::kObjectType);
+    json::set_string(established, "type", "Established", allocator);
+    json::set_string(established, "status", "False", allocator);
+    json::set_string(established, "reason", "Installing", allocator);
+    json::set_string(established, "message", "the initial names have been accepted", allocator);
+    json::set_string(established, "lastTransitionTime", now_rfc3339(), allocator);
+    conditions.PushBack(std::move(established), allocator);
+    json::set(status, "conditions", std::move(conditions), allocator);
+    if (const Value* names = json::find_path(body, {"spec", "names"}); names != nullptr) {
+      json::set(status, "acceptedNames", Value(*names, allocator), allocator);
+    }
+    json::set(body, "status", std::move(status), allocator);
+  }
+  if (!from_apply) {
+    ApplyRequest ownership{manager_of(request), type.api_version(), now_rfc3339(), false, type.has_status, ""};
+    record_update(nullptr, body, ownership, allocator);
+  }
+  bool dry_run = query(request, "dryRun") == "All";
+  Response response;
+  if (dry_run) {
+    response = json_response(201, json::dump(body));
+  } else {
+    bool is_crd = type.group == "apiextensions.k8s.io";
+    store_object(key, std::move(body), "ADDED");
+    auto stored = store_.get(key);
+    if (is_crd) {
+      on_crd_stored(*stored);
+    }
+    response = json_response(201, json::dump(*stored));
+  }
+  add_warnings(response, warnings);
+  return response;
+}
+
+Response ApiServer::update_object(const Request& request, const Target& target, Document body) {
+  const ResourceType& type = *target.type;
+  if (auto mismatch = check_type(type, body)) {
+    return *mismatch;
+  }
+  std::string body_name = string_at(body, {"metadata", "name"});
+  if (body_name != target.name) {
+    return bad_request("the name of the object (" + body_name + ") does not match the name on the URL (" + target.name +
+                       ")");
+  }
+  if (type.namespaced) {
+    auto body_namespace = string_at(body, {"metadata", "namespace"});
+    if (!body_namespace.empty() && body_namespace != target.namespace_name) {
+      return bad_request("the namespace of the provided object does not match the namespace sent on the request");
+    }
+  }
+  auto old = store_.get(target.key());
+  if (!old) {
+    return not_found(type, target.name);
+  }
+  std::string body_version = string_at(body, {"metadata", "resourceVersion"});
+  if (!body_version.empty() && body_version != string_at(*old, {"metadata", "resourceVersion"})) {
+    return conflict(type, target.name);
+  }
+  return commit_update(request, target, old, std::move(body), manager_of(request), true);
+}
+
+Response ApiServer::commit_update(const Request& request, const Target& target, const ObjectPtr& old, Document updated,
+                                  const std::string& manager, bool record_manager) {
+  const ResourceType& type = *target.type;
+  bool status_only = target.subresource == "status";
+  if (status_only) {
+    // The status subresource changes .status and nothing else.
+    Document result = json::copy(*old);
+    auto& result_allocator = result.GetAllocator();
+    if (const Value* status = json::find(updated, "status"); status != nullptr) {
+      json::set(result, "status", Value(*status, result_allocator), result_allocator);
+    } else {
+      result.RemoveMember("status");
+    }
+    if (const Value* managed = json::find_path(updated, {"metadata", "managedFields"}); managed != nullptr) {
+      json::set(json::ensure_object(result, "metadata", result_allocator), "managedFields",
+                Value(*managed, result_allocator), result_allocator);
+    }
+    updated = std::move(result);
+  }
+  // Taken after the swap above: a moved-into Document has a new allocator.
+  auto& allocator = updated.GetAllocator();
+  if (status_only) {
+    // nothing more: status came from the request, everything else from the stored object
+  } else if (type.has_status && type.group != "apiextensions.k8s.io") {
+    if (const Value* status = json::find(*old, "status"); status != nullptr) {
+      json::set(updated, "status", Value(*status, allocator), allocator);
+    } else {
+      updated.RemoveMember("status");
+    }
+  } else if (type.group == "apiextensions.k8s.io") {
+    if (const Value* status = json::find(*old, "status"); status != nullptr) {
+      json::set(updated, "status", Value(*status, allocator), allocator);
+    }
+  }
+  // Server-owned metadata always comes from the stored object.
+  Value& metadata = json::ensure_object(updated, "metadata", allocator);
+  const Value& old_metadata = *json::find(*old, "metadata");
+  for (const char* field : {"uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds",
+                            "namespace", "name"}) {
+    if (const Value* value = json::find(old_metadata, field); value != nullptr) {
+      json::set(metadata, field, Value(*value, allocator), allocator);
+    } else {
+      metadata.RemoveMember(field);
+    }
+  }
+  json::set(metadata, "resourceVersion", Value(*json::find(old_metadata, "resourceVersion"), allocator), allocator);
+  if (type.group.empty() && type.plural == "secrets") {
+    fold_string_data(updated, allocator);
+  }
+  if (type.group.empty() && type.plural == "services") {
+    // An update that omits the allocated clusterIP keeps it, as kube-apiserver does.
+    Value& spec = json::ensure_object(updated, "spec", allocator);
+    if (string_at(spec, {"clusterIP"}).empty()) {
+      if (const Value* ip = json::find_path(*old, {"spec", "clusterIP"}); ip != nullptr) {
+        json::set(spec, "clusterIP", Value(*ip, allocator), allocator);
+      }
+      if (const Value* ips = json::find_path(*old, {"spec", "clusterIPs"}); ips != nullptr) {
+        json::set(spec, "clusterIPs", Value(*ips, allocator), allocator);
+      }
+    }
+    if (string_at(spec, {"type"}).empty()) {
+      json::set_string(spec, "type", "ClusterIP", allocator);
+    }
+  }
+  std::vector<std::string> warnings;
+  std::vector<FieldCause> causes;
+  if (auto rejected = handle_unknown_fields(type, updated, field_validation(request), warnings, causes)) {
+    return *rejected;
+  }
+  auto immutable = validate_immutable(type, *old, updated);
+  causes.insert(causes.end(), immutable.begin(), immutable.end());
+  auto more = validate_object(type, updated);
+  causes.insert(causes.end(), more.begin(), more.end());
+  if (!causes.empty()) {
+    return invalid(type, target.name, causes);
+  }
+  if (tracks_generation(type) && !status_only && spec_changed(*old, updated)) {
+    const Value* generation = json::find(old_metadata, "generation");
+    int64_t next = generation != nullptr && generation->IsInt64() ? generation->GetInt64() + 1 : 1;
+    json::set(json::ensure_object(updated, "metadata", allocator), "generation", Value(next), allocator);
+  }
+  if (record_manager) {
+    ApplyRequest ownership{manager,
+                           type.api_version(),
+                           now_rfc3339(),
+                           false,
+                           type.has_status && !status_only,
+                           status_only ? "status" : ""};
+    record_update(old.get(), updated, ownership, allocator);
+  }
+  bool dry_run = query(request, "dryRun") == "All";
+  // No-op writes keep the resourceVersion (ignoring managedFields timestamps).
+  auto without_times = [](const Value& object) {
+    Document copy = json::copy(object);
+    if (Value* managed = find_mutable(copy, {"metadata", "managedFields"}); managed != nullptr && managed->IsArray()) {
+      for (auto& entry : managed->GetArray()) {
+        entry.RemoveMember("time");
+      }
+    }
+    return copy;
+  };
+  if (without_times(*old) == without_times(updated)) {
+    Response response = json_response(200, json::dump(*old));
+    add_warnings(response, warnings);
+    return response;
+  }
+  std::string key = target.key();
+  // An object being deleted goes once its last finalizer is removed.
+  const Value* finalizers = json::find_path(updated, {"metadata", "finalizers"});
+  bool finalized = json::find_path(updated, {"metadata", "deletionTimestamp"}) != nullptr &&
+                   (finalizers == nullptr || !finalizers->IsArray() || finalizers->Empty());
+  if (type.plural == "namespaces" && type.group.empty()) {
+    finalized = false;  // namespaces are finished by termination in tick()
+  }
+  Response response;
+  if (dry_run) {
+    response = json_response(200, json::dump(updated));
+  } else if (finalized) {
+    auto final_object = std::make_shared<const Document>(std::move(updated));
+    remove_object(key, final_object);
+    response = json_response(200, json::dump(*final_object));
+  } else {
+    bool is_crd = type.group == "apiextensions.k8s.io";
+    store_object(key, std::move(updated), "MODIFIED");
+    auto stored = store_.get(key);
+    if (is_crd) {
+      on_crd_stored(*stored);
+    }
+    response = json_response(200, json::dump(*stored));
+  }
+  add_warnings(response, warnings);
+  return response;
+}
+
+Response ApiServer::patch_object(const Request& request, const Target& target) {
+  const ResourceType& type = *target.type;
+  std::string content_type = request.content_type.substr(0, request.content_type.find(';'));
+  bool apply = content_type == "application/apply-patch+yaml" || content_type == "application/apply-patch+cbor";
+  auto old = store_.get(target.key());
+  if (!apply) {
+    if (content_type != "application/merge-patch+json" && content_type != "application/json-patch+json" &&
+        content_type != "application/strategic-merge-patch+json") {
+      return failure(415, "UnsupportedMediaType",
+                     "the body of the request was in an unknown format - accepted media types include: "
+                     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
+    }
+    if (content_type == "application/strategic-merge-patch+json" && type.custom) {
+      return failure(415, "UnsupportedMediaType",
+                     "the body of the request was in an unknown format - accepted media types include: "
+                     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
+    }
+    if (!old) {
+      return not_found(type, target.name);
+    }
+    auto patch = json::parse(request.body);
+    if (!patch) {
+      return bad_request(patch.error().message);
+    }
+    Document updated = json::copy(*old);
+    Status result = ok_status();
+    if (content_type == "application/merge-patch+json") {
+      if (!patch->IsObject()) {
+        return bad_request("merge patch must be a JSON object");
+      }
+      apply_merge_patch(updated, *patch, updated.GetAllocator());
+    } else if (content_type == "application/json-patch+json") {
+      result = apply_json_patch(updated, *patch, updated.GetAllocator());
+    } else {
+      result = apply_strategic_merge_patch(updated, *patch, updated.GetAllocator());
+    }
+    if (!result.ok()) {
+      return failure(422, "Invalid", result.error().message);
+    }
+    if (!updated.IsObject()) {
+      return bad_request("the patch did not produce an object");
+    }
+    if (auto mismatch = check_type(type, updated)) {
+      return *mismatch;
+    }
+    if (string_at(updated, {"metadata", "name"}) != target.name) {
+      return bad_request("the name of the object (" + string_at(updated, {"metadata", "name"}) +
+                         ") does not match the name on the URL (" + target.name + ")");
+    }
+    std::string patched_version = string_at(updated, {"metadata", "resourceVersion"});
+    if (patched_version != string_at(*old, {"metadata", "resourceVersion"})) {
+      return conflict(type, target.name);
+    }
+    return commit_update(request, target, old, std::move(updated), manager_of(request), true);
+  }
+
+  // Server-side apply.
+  std::string manager = query(request, "fieldManager");
+  if (manager.empty()) {
+    Document details(rapidjson::kObjectType);
+    Value causes(rapidjson::kArrayType);
+    Value cause(rapidjson::kObjectType);
+    json::set_string(cause, "reason", "FieldValueRequired", details.GetAllocator());
+    json::set_string(cause, "message", "Required value: is required for apply patch", details.GetAllocator());
+    json::set_string(cause, "field", "fieldManager", details.GetAllocator());
+    causes.PushBack(std::move(cause), details.GetAllocator());
+    json::set_string(details, "group", "meta.k8s.io", details.GetAllocator());
+    json::set_string(details, "kind", "PatchOptions", details.GetAllocator());
+    json::set(details, "causes", std::move(causes), details.GetAllocator());
+    return failure(
+        422, "Invalid",
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+        &details);
+  }
+  auto applied = parse_json_or_yaml(request.body);
+  if (!applied || !applied->IsObject()) {
+    return bad_request(applied ? "the apply patch must be an object" : applied.error().message);
+  }
+  if (auto mismatch = check_type(type, *applied)) {
+    return *mismatch;
+  }
+  std::string applied_name = string_at(*applied, {"metadata", "name"});
+  if (applied_name != target.name) {
+    return bad_request("the name of the object (" + applied_name + ") does not match the name on the URL (" +
+                       target.name + ")");
+  }
+  std::string applied_version = string_at(*applied, {"metadata", "resourceVersion"});
+  if (!applied_version.empty() && (!old || applied_version != string_at(*old, {"metadata", "resourceVersion"}))) {
+    return conflict(type, target.name);
+  }
+  if (Value* metadata = json::find(*applied, "metadata"); metadata != nullptr) {
+    metadata->RemoveMember("managedFields");
+    strip_server_metadata(*applied);
+    if (type.namespaced) {
+      auto body_namespace = string_at(*metadata, {"namespace"});
+      if (!body_namespace.empty() && body_namespace != target.namespace_name) {
+        return bad_request("the namespace of the provided object does not match the namespace sent on the request");
+      }
+    }
+  }
+  // Unknown fields are dropped before ownership is computed, so nobody owns them.
+  std::vector<std::string> warnings;
+  std::vector<FieldCause> ignored_causes;
+  if (auto rejected = handle_unknown_fields(type, *applied, field_validation(request), warnings, ignored_causes)) {
+    return *rejected;
+  }
+  bool status_only = target.subresource == "status";
+  ApplyRequest apply_request{manager,
+                             type.api_version(),
+                             now_rfc3339(),
+                             query(request, "force") == "true",
+                             type.has_status && !status_only,
+                             status_only ? "status" : ""};
+  Document live;
+  if (old) {
+    live.CopyFrom(*old, live.GetAllocator());
+  }
+  auto outcome = server_side_apply(live, *applied, apply_request, live.GetAllocator());
+  if (!outcome) {
+    return failure(500, "InternalError", outcome.error().message);
+  }
+  if (!outcome->empty()) {
+    const auto& conflicts = *outcome;
+    auto details = details_for(&type, target.name);
+    Value causes(rapidjson::kArrayType);
+    for (const auto& item : conflicts) {
+      Value cause(rapidjson::kObjectType);
+      json::set_string(cause, "reason", "FieldManagerConflict", details.GetAllocator());
+      json::set_string(cause, "message", "conflict with \"" + item.manager + "\" using " + item.api_version,
+                       details.GetAllocator());
+      json::set_string(cause, "field", item.path, details.GetAllocator());
+      causes.PushBack(std::move(cause), details.GetAllocator());
+    }
+    json::set(details, "causes", std::move(causes), details.GetAllocator());
+    std::string message;
+    if (conflicts.size() == 1) {
+      message = "Apply failed with 1 conflict: conflict with \"" + conflicts[0].manager + "\" using " +
+                conflicts[0].api_version + ": " + conflicts[0].path;
+    } else {
+      message = "Apply failed with " + std::to_string(conflicts.size()) + " conflicts: ";
+      for (size_t i = 0; i < conflicts.size(); ++i) {
+        message += std::string(i > 0 ? "\n" : "") + "conflict with \"" + conflicts[i].manager + "\" using " +
+                   conflicts[i].api_version + ": " + conflicts[i].path;
+      }
+    }
+    return failure(409, "Conflict", message, &details);
+  }
+  Response response;
+  if (!old) {
+    if (status_only) {
+      return not_found(type, target.name);
+    }
+    response = create_object(request, target, std::move(live), true);
+  } else {
+    response = commit_update(request, target, old, std::move(live), manager, false);
+  }
+  add_warnings(response, warnings);
+  return response;
+}
+
+// ---- scale ----------------------------------------------------------------------------------
+
+Response ApiServer::scale_subresource(const Request& request, const Target& target) {
+  const ResourceType& type = *target.type;
+  auto old = store_.get(target.key());
+  if (!old) {
+    return not_found(type, target.name);
+  }
+  auto scale_of = [&](const Value& object) {
+    Document scale(rapidjson::kObjectType);
+    auto& allocator = scale.GetAllocator();
+    json::set_string(scale, "kind", "Scale", allocator);
+    json::set_string(scale, "apiVersion", "autoscaling/v1", allocator);
+    Value metadata(rapidjson::kObjectType);
+    for (const char* field : {"name", "namespace", "uid", "resourceVersion", "creationTimestamp"}) {
+      if (const Value* value = json::find_path(object, {"metadata", field}); value != nullptr) {
+        json::set(metadata, field, Value(*value, allocator), allocator);
+      }
+    }
+    json::set(scale, "metadata", std::move(metadata), allocator);
+    const Value* replicas = json::find_path(object, {"spec", "replicas"});
+    Value spec(rapidjson::kObjectType);
+    json::set(spec, "replicas", replicas != nullptr ? Value(*replicas, allocator) : Value(1), allocator);
+    json::set(scale, "spec", std::move(spec), allocator);
+    Value status(rapidjson::kObjectType);
+    const Value* current = json::find_path(object, {"status", "replicas"});
+    json::set(status, "replicas", current != nullptr ? Value(*current, allocator) : Value(0), allocator);
+    json::set(scale, "status", std::move(status), allocator);
+    return scale;
+  };
+  Document scale = scale_of(*old);
+  if (request.method == "GET") {
+    return json_response(200, json::dump(scale));
+  }
+  Document desired;
+  if (request.method == "PUT") {
+    auto body = json::parse(request.body);
+    if (!body) {
+      return bad_request(body.error().message);
+    }
+    desired = std::move(*body);
+  } else {
+    auto patch = json::parse(request.body);
+    if (!patch) {
+      return bad_request(patch.error().message);
+    }
+    desired = json::copy(scale);
+    std::string content_type = request.content_type.substr(0, request.content_type.find(';'));
+    Status result = content_type == "application/json-patch+json"
+                        ? apply_json_patch(desired, *patch, desired.GetAllocator())
+                        : apply_strategic_merge_patch(desired, *patch, desired.GetAllocator());
+    if (!result.ok()) {
+      return failure(422, "Invalid", result.error().message);
+    }
+  }
+  const Value* replicas = json::find_path(desired, {"spec", "replicas"});
+  if (replicas == nullptr || !replicas->IsInt64() || replicas->GetInt64() < 0) {
+    std::vector<FieldCause> causes{
+        {"FieldValueInvalid", "Invalid value: must be greater than or equal to 0", "spec.replicas"}};
+    return invalid(type, target.name, causes);
+  }
+  Document updated = json::copy(*old);
+  json::set(json::ensure_object(updated, "spec", updated.GetAllocator()), "replicas", Value(replicas->GetInt64()),
+            updated.GetAllocator());
+  Target main = target;
+  main.subresource.clear();
+  Response response = commit_update(request, main, old, std::move(updated), manager_of(request), true);
+  if (response.status == 200) {
+    auto stored = json::parse(response.body);
+    if (stored) {
+      response.body = json::dump(scale_of(*stored));
+    }
+  }
+  return response;
+}
+
+// ---- deletion -------------------------------------------------------------------------------
+
+ObjectPtr ApiServer::delete_now(const ResourceType& type, const std::string& key, const ObjectPtr& object,
+                                const std::string& propagation, bool dry_run) {
+  if (json::find_path(*object, {"metadata", "deletionTimestamp"}) != nullptr) {
+    return object;  // already being deleted
+  }
+  Document marked = json::copy(*object);
+  auto& allocator = marked.GetAllocator();
+  Value& metadata = json::ensure_object(marked, "metadata", allocator);
+  bool is_namespace = type.group.empty() && type.plural == "namespaces";
+  if (propagation == "Foreground" && !is_namespace) {
+    Value& finalizers =
+        metadata.HasMember("finalizers")
+            ? metadata["finalizers"]
+            : (json::set(metadata, "finalizers", Value(rapidjson::kArrayType), allocator), metadata["finalizers"]);
+    finalizers.PushBack(json::make_string("foregroundDeletion", allocator), allocator);
+  }
+  if (propagation == "Orphan" && !dry_run) {
+    // Dependents lose their reference to the owner instead of being collected.
+    std::string uid = string_at(*object, {"metadata", "uid"});
+    std::vector<std::pair<std::string, Document>> orphans;
+    for (const auto& [other_key, other] : store_.all()) {
+      const Value* references = json::find_path(*other, {"metadata", "ownerReferences"});
+      if (references == nullptr || !references->IsArray()) {
+        continue;
+      }
+      bool owned = std::any_of(references->Begin(), references->End(),
+                               [&](const Value& reference) { return string_at(reference, {"uid"}) == uid; });
+      if (owned) {
+        Document copy = json::copy(*other);
+        Value& list = copy["metadata"]["ownerReferences"];
+        for (auto it = list.Begin(); it != list.End();) {
+          it = string_at(*it, {"uid"}) == uid ? list.Erase(it) : it + 1;
+        }
+        if (list.Empty()) {
+          copy["metadata"].RemoveMember("ownerReferences");
+        }
+        orphans.emplace_back(other_key, std::move(copy));
+      }
+    }
+    for (auto& [other_key, copy] : orphans) {
+      store_object(other_key, std::move(copy), "MODIFIED");
+    }
+  }
+  const Value* finalizers = json::find(metadata, "finalizers");
+  bool has_finalizers = finalizers != nullptr && finalizers->IsArray() && !finalizers->Empty();
+  if (is_namespace || has_finalizers) {
+    json::set_string(metadata, "deletionTimestamp", now_rfc3339(), allocator);
+    json::set(metadata, "deletionGracePeriodSeconds", Value(0), allocator);
+    if (is_namespace) {
+      json::set_string(json::ensure_object(marked, "status", allocator), "phase", "Terminating", allocator);
+    }
+    if (dry_run) {
+      return std::make_shared<const Document>(std::move(marked));
+    }
+    store_object(key, std::move(marked), "MODIFIED");
+    deletions_pending_ = true;
+    return store_.get(key);
+  }
+  if (dry_run) {
+    return object;
+  }
+  remove_object(key, object);
+  return object;
+}
+
+Response ApiServer::delete_object(const Request& request, const Target& target) {
+  const ResourceType& type = *target.type;
+  auto old = store_.get(target.key());
+  if (!old) {
+    return not_found(type, target.name);
+  }
+  std::string propagation = query(request, "propagationPolicy");
+  if (!request.body.empty()) {
+    auto options = json::parse(request.body);
+    if (!options) {
+      return bad_request(options.error().message);
+    }
+    if (const Value* preconditions = json::find(*options, "preconditions"); preconditions != nullptr) {
+      auto uid = string_at(*preconditions, {"uid"});
+      auto version = string_at(*preconditions, {"resourceVersion"});
+      auto details = details_for(&type, target.name);
+      if (!uid.empty() && uid != string_at(*old, {"metadata", "uid"})) {
+        return failure(409, "Conflict",
+                       "Operation cannot be fulfilled on " + type.qualified_plural() + " \"" + target.name +
+                           "\": Precondition failed: UID in precondition: " + uid +
+                           ", UID in object meta: " + string_at(*old, {"metadata", "uid"}),
+                       &details);
+      }
+      if (!version.empty() && version != string_at(*old, {"metadata", "resourceVersion"})) {
+        return failure(409, "Conflict",
+                       "Operation cannot be fulfilled on " + type.qualified_plural() + " \"" + target.name +
+                           "\": Precondition failed: ResourceVersion in precondition: " + version +
+                           ", ResourceVersion in object meta: " + string_at(*old, {"metadata", "resourceVersion"}),
+                       &details);
+      }
+    }
+    if (auto policy = string_at(*options, {"propagationPolicy"}); !policy.empty()) {
+      propagation = policy;
+    }
+    if (const Value* dry = json::find(*options, "dryRun"); dry != nullptr && dry->IsArray() && !dry->Empty()) {
+      // DeleteOptions.dryRun in the body counts like the query parameter.
+      Request copy = request;
+      copy.query["dryRun"] = "All";
+      copy.body.clear();
+      copy.query["propagationPolicy"] = propagation;
+      return delete_object(copy, target);
+    }
+  }
+  if (!propagation.empty() && propagation != "Orphan" && propagation != "Background" && propagation != "Foreground") {
+    return bad_request("propagationPolicy: Unsupported value: \"" + propagation +
+                       "\": supported values: \"Foreground\", \"Background\", \"Orphan\"");
+  }
+  auto result = delete_now(type, target.key(), old, propagation, query(request, "dryRun") == "All");
+  return json_response(200, json::dump(*result));
+}
+
+Response ApiServer::delete_collection(const Request& request, const Target& target) {
+  const ResourceType& type = *target.type;
+  auto labels = parse_label_selector(query(request, "labelSelector"));
+  if (!labels) {
+    return bad_request(labels.error().message);
+  }
+  auto fields = parse_field_selector(query(request, "fieldSelector"));
+  if (!fields) {
+    return bad_request(fields.error().message);
+  }
+  std::string prefix =
+      collection_prefix(type.group, type.plural) + (type.namespaced ? target.namespace_name + "/" : std::string());
+  bool dry_run = query(request, "dryRun") == "All";
+  std::string propagation = query(request, "propagationPolicy");
+  std::string items;
+  for (const auto& [key, object] : store_.range(prefix)) {
+    if (!labels->matches(labels_of(*object)) ||
+        !fields->matches(string_at(*object, {"metadata", "name"}), string_at(*object, {"metadata", "namespace"}))) {
+      continue;
+    }
+    auto result = delete_now(type, key, object, propagation, dry_run);
+    items += (items.empty() ? "" : ",") + json::dump(*result);
+  }
+  return json_response(200, "{\"kind\":\"" + type.kind + "List\",\"apiVersion\":\"" + type.api_version() +
+                                "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(store_.current_version()) +
+                                "\"},\"items\":[" + items + "]}");
+}
+
+// ---- CRDs ------------------------------------------------------------------------------------
+
+std::vector<ResourceType> ApiServer::types_of_crd(const Value& crd) const {
+  std::vector<ResourceType> types;
+  const Value* spec = json::find(crd, "spec");
+  if (spec == nullptr) {
+    return types;
+  }
+  const Value* versions = json::find(*spec, "versions");
+  if (versions == nullptr || !versions->IsArray()) {
+    return types;
+  }
+  for (const auto& version : versions->GetArray()) {
+    if (const Value* served = json::find(version, "served");
+        served != nullptr && served->IsBool() && !served->GetBool()) {
+      continue;
+    }
+    ResourceType type;
+    type.custom = true;
+    type.group = string_at(*spec, {"group"});
+    type.version = string_at(version, {"name"});
+    type.kind = string_at(*spec, {"names", "kind"});
+    type.plural = string_at(*spec, {"names", "plural"});
+    type.singular = string_at(*spec, {"names", "singular"});
+    if (type.singular.empty()) {
+      type.singular = type.kind;
+      std::transform(type.singular.begin(), type.singular.end(), type.singular.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    }
+    type.namespaced = string_at(*spec, {"scope"}) != "Cluster";
+    type.verbs = standard_verbs();
+    for (const char* list : {"shortNames", "categories"}) {
+      if (const Value* names = json::find_path(*spec, {"names", list}); names != nullptr && names->IsArray()) {
+        for (const auto& name : names->GetArray()) {
+          if (name.IsString()) {
+            (std::string_view(list) == "shortNames" ? type.short_names : type.categories)
+                .emplace_back(name.GetString());
+          }
+        }
+      }
+    }
+    type.has_status = json::find_path(version, {"subresources", "status"}) != nullptr;
+    type.has_scale = json::find_path(version, {"subresources", "scale"}) != nullptr;
+    if (const Value* schema = json::find_path(version, {"schema", "openAPIV3Schema"}); schema != nullptr) {
+      type.schema = std::make_shared<const Document>(json::copy(*schema));
+    }
+    types.push_back(std::move(type));
+  }
+  return types;
+}
+
+void ApiServer::on_crd_stored(const Value& crd) {
+  std::string name = string_at(crd, {"metadata", "name"});
+  if (json::find_path(crd, {"metadata", "deletionTimestamp"}) != nullptr) {
+    return;
+  }
+  bool established = false;
+  if (const Value* conditions = json::find_path(crd, {"status", "conditions"});
+      conditions != nullptr && conditions->IsArray()) {
+    for (const auto& condition : conditions->GetArray()) {
+      established = established ||
+                    (string_at(condition, {"type"}) == "Established" && string_at(condition, {"status"}) == "True");
+    }
+  }
+  if (established) {
+    catalog_.set_custom(name, types_of_crd(crd));  // a spec update (new version, schema) takes effect at once
+  } else {
+    pending_crds_[name] = clock_() + options_.crd_establish_delay;
+  }
+}
+
+void ApiServer::on_crd_deleted(const std::string& crd_name) {
+  pending_crds_.erase(crd_name);
+  std::vector<ResourceType> types;
+  for (const auto* type : catalog_.all()) {
+    if (type->custom && type->plural + "." + type->group == crd_name) {
+      types.push_back(*type);
+    }
+  }
+  catalog_.remove_custom(crd_name);
+  // The custom resources go with their definition.
+  std::vector<std::pair<std::string, ObjectPtr>> doomed;
+  if (!types.empty()) {
+    for (const auto& item : store_.range(collection_prefix(types.front().group, types.front().plural))) {
+      doomed.push_back(item);
+    }
+  }
+  for (const auto& [key, object] : doomed) {
+    remove_object(key, object);
+  }
+}
+
+void ApiServer::reload_custom_resources() {
+  for (const auto& [key, object] :
+       store_.range(collection_prefix("apiextensions.k8s.io", "customresourcedefinitions"))) {
+    on_crd_stored(*object);
+  }
+}
+
+// ---- time-driven work ---------------------------------------------------------------------
+
+void ApiServer::tick() {
+  auto now = clock_();
+  std::vector<std::string> ready;
+  for (const auto& [name, when] : pending_crds_) {
+    if (when <= now) {
+      ready.push_back(name);
+    }
+  }
+  for (const auto& name : ready) {
+    pending_crds_.erase(name);
+    std::string key = object_key("apiextensions.k8s.io", "customresourcedefinitions", "", name);
+    auto crd = store_.get(key);
+    if (!crd) {
+      continue;
+    }
+    Document updated = json::copy(*crd);
+    auto& allocator = updated.GetAllocator();
+    if (Value* conditions = find_mutable(updated, {"status", "conditions"});
+        conditions != nullptr && conditions->IsArray()) {
+      for (auto& condition : conditions->GetArray()) {
+        if (string_at(condition, {"type"}) == "Established") {
+          json::set_string(condition, "status", "True", allocator);
+          json::set_string(condition, "reason", "InitialNamesAccepted", allocator);
+          json::set_string(condition, "message", "the initial names have been accepted", allocator);
+          json::set_string(condition, "lastTransitionTime", now_rfc3339(), allocator);
+        }
+      }
+    }
+    Value stored_versions(rapidjson::kArrayType);
+    if (const Value* versions = json::find_path(updated, {"spec", "versions"});
+        versions != nullptr && versions->IsArray()) {
+      for (const auto& version : versions->GetArray()) {
+        if (bool_at(version, {"storage"})) {
+          stored_versions.PushBack(json::make_string(string_at(version, {"name"}), allocator), allocator);
+        }
+      }
+    }
+    json::set(json::ensure_object(updated, "status", allocator), "storedVersions", std::move(stored_versions),
+              allocator);
+    catalog_.set_custom(name, types_of_crd(updated));
+    store_object(key, std::move(updated), "MODIFIED");
+  }
+
+  if (!deletions_pending_) {
+    return;
+  }
+  deletions_pending_ = false;
+  std::map<std::string, std::string> uid_to_key;
+  for (const auto& [key, object] : store_.all()) {
+    uid_to_key[string_at(*object, {"metadata", "uid"})] = key;
+  }
+  auto type_of_key = [&](const std::string& key) -> const ResourceType* {
+    auto first = key.find('/');
+    auto second = key.find('/', first + 1);
+    std::string group = key.substr(0, first);
+    std::string plural = key.substr(first + 1, second - first - 1);
+    for (const auto* type : catalog_.all()) {
+      if (type->group == group && type->plural == plural) {
+        return type;
+      }
+    }
+    return nullptr;
+  };
+  // Namespace termination: delete the contents, then the namespace once empty.
+  for (const auto& [key, object] : store_.range(collection_prefix("", "namespaces"))) {
+    if (json::find_path(*object, {"metadata", "deletionTimestamp"}) == nullptr) {
+      continue;
+    }
+    std::string name = string_at(*object, {"metadata", "name"});
+    auto since = parse_rfc3339(string_at(*object, {"metadata", "deletionTimestamp"}));
+    if (now - since < options_.namespace_termination_delay) {
+      deletions_pending_ = true;
+      continue;
+    }
+    std::vector<std::pair<std::string, ObjectPtr>> contents;
+    for (const auto& [other_key, other] : store_.all()) {
+      auto first = other_key.find('/');
+      auto second = other_key.find('/', first + 1);
+      auto third = other_key.find('/', second + 1);
+      if (other_key.compare(second + 1, third - second - 1, name) == 0 && third - second - 1 == name.size()) {
+        contents.emplace_back(other_key, other);
+      }
+    }
+    for (const auto& [other_key, other] : contents) {
+      if (const ResourceType* type = type_of_key(other_key); type != nullptr && type->namespaced) {
+        delete_now(*type, other_key, other, "Background", false);
+      }
+    }
+    bool empty = true;
+    for (const auto& [other_key, other] : contents) {
+      empty = empty && !store_.get(other_key);
+    }
+    if (empty) {
+      remove_object(key, store_.get(key));
+    } else {
+      deletions_pending_ = true;
+    }
+  }
+  // Garbage collection: dependents whose owners are all gone; foreground owners.
+  std::vector<std::pair<std::string, ObjectPtr>> snapshot(store_.all().begin(), store_.all().end());
+  for (const auto& [key, object] : snapshot) {
+    const Value* references = json::find_path(*object, {"metadata", "ownerReferences"});
+    if (references != nullptr && references->IsArray() && !references->Empty() &&
+        json::find_path(*object, {"metadata", "deletionTimestamp"}) == nullptr) {
+      bool orphaned = std::all_of(references->Begin(), references->End(), [&](const Value& reference) {
+        auto it = uid_to_key.find(string_at(reference, {"uid"}));
+        return it == uid_to_key.end() || !store_.get(it->second);
+      });
+      if (orphaned) {
+        if (const ResourceType* type = type_of_key(key); type != nullptr) {
+          delete_now(*type, key, object, "Background", false);
+          deletions_pending_ = true;
+        }
+      }
+    }
+  }
+  for (const auto& [key, object] : snapshot) {
+    const Value* finalizers = json::find_path(*object, {"metadata", "finalizers"});
+    if (finalizers == nullptr || !finalizers->IsArray() ||
+        json::find_path(*object, {"metadata", "deletionTimestamp"}) == nullptr) {
+      continue;
+    }
+    bool foreground = std::any_of(finalizers->Begin(), finalizers->End(), [](const Value& value) {
+      return value.IsString() && std::string_view(value.GetString()) == "foregroundDeletion";
+    });
+    if (!foreground || !store_.get(key)) {
+      continue;
+    }
+    std::string uid = string_at(*object, {"metadata", "uid"});
+    bool has_dependents = false;
+    for (const auto& [other_key, other] : store_.all()) {
+      const Value* references = json::find_path(*other, {"metadata", "ownerReferences"});
+      if (references != nullptr && references->IsArray() &&
+          std::any_of(references->Begin(), references->End(),
+                      [&](const Value& reference) { return string_at(reference, {"uid"}) == uid; })) {
+        has_dependents = true;
+        if (const ResourceType* type = type_of_key(other_key); type != nullptr) {
+          delete_now(*type, other_key, other, "Foreground", false);
+        }
+      }
+    }
+    if (has_dependents) {
+      deletions_pending_ = true;
+      continue;
+    }
+    Document updated = json::copy(*store_.get(key));
+    Value& list = updated["metadata"]["finalizers"];
+    for (auto it = list.Begin(); it != list.End();) {
+      it = it->IsString() && std::string_view(it->GetString()) == "foregroundDeletion" ? list.Erase(it) : it + 1;
+    }
+    if (list.Empty()) {
+      remove_object(key, std::make_shared<const Document>(std::move(updated)));
+    } else {
+      store_object(key, std::move(updated), "MODIFIED");
+    }
+  }
+}
+
+}  // namespace kstate::emulator

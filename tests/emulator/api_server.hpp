@@ -1,0 +1,153 @@
+// The API semantics of kube-apiserver as a pure request -> response function:
+// discovery (legacy and aggregated), CRUD with resourceVersion/generation/uid,
+// the four PATCH formats, server-side apply, dryRun, fieldValidation,
+// subresources, deletion with finalizers and garbage collection, CRDs, and
+// watch event selection. No sockets here: http_server.cpp feeds it parsed
+// requests, and tests call it directly. Time and randomness are injected.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+#include "tests/emulator/catalog.hpp"
+#include "tests/emulator/selectors.hpp"
+#include "tests/emulator/store.hpp"
+
+namespace kstate::emulator {
+
+struct Identity {
+  bool authenticated = false;
+  std::string user;
+  std::vector<std::string> groups;
+  bool may_write = false;
+};
+
+struct Request {
+  std::string method;  // GET, POST, PUT, PATCH, DELETE
+  std::string path;    // without the query
+  std::map<std::string, std::string> query;
+  std::string accept;
+  std::string content_type;
+  std::string if_none_match;
+  std::string user_agent;
+  std::string body;
+  Identity identity;
+};
+
+// What a watch request asked for; the HTTP layer streams it.
+struct WatchSpec {
+  std::string prefix;  // "<group>/<resource>/"
+  std::string kind;    // for BOOKMARK objects
+  std::string api_version;
+  std::string namespace_name;  // "" for all namespaces
+  LabelSelector labels;
+  FieldSelector fields;
+  std::uint64_t start_after = 0;  // stream events with resourceVersion > this
+  bool initial_listing = false;   // send the current objects as ADDED first
+  bool initial_events_end_bookmark = false;
+  bool bookmarks = false;
+  int timeout_seconds = 0;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::optional<WatchSpec> watch;
+  std::string verb;  // Kubernetes verb (get, list, create, ...) or "discovery", for the request log
+};
+
+class ApiServer {
+ public:
+  using Clock = std::function<std::chrono::system_clock::time_point()>;
+  struct Options {
+    std::string version = "1.31";
+    std::chrono::milliseconds crd_establish_delay{500};
+    std::chrono::milliseconds namespace_termination_delay{200};
+    std::string server_address = "127.0.0.1:6443";
+  };
+
+  ApiServer(Options options, Clock clock, std::uint64_t seed);
+
+  Response handle(const Request& request);
+  // Time-driven work: establishing CRDs, namespace termination, garbage
+  // collection. Call it regularly; it is cheap when there is nothing to do.
+  void tick();
+
+  // Watch streaming: events after `after` that match, serialised as watch lines.
+  // Returns nullopt when `after` is older than the history (410 Expired).
+  struct WatchLines {
+    std::vector<std::string> lines;
+    std::uint64_t last = 0;
+  };
+  std::optional<WatchLines> watch_events(const WatchSpec& spec, std::uint64_t after) const;
+  std::vector<std::string> initial_watch_events(const WatchSpec& spec) const;
+  std::string bookmark_line(const WatchSpec& spec, std::uint64_t version, bool initial_events_end) const;
+  std::string expired_line(std::uint64_t requested) const;
+
+  Store& store() { return store_; }
+  const Catalog& catalog() const { return catalog_; }
+  // Re-derives catalog entries from stored CRDs (after a restore from disk).
+  void reload_custom_resources();
+
+  std::string now_rfc3339() const;
+
+ private:
+  struct Target;
+  Response route(const Request& request);
+  Response discovery(const Request& request, const std::vector<std::string>& segments);
+  Response openapi(const std::vector<std::string>& segments) const;
+  Response serve_resource(const Request& request, Target& target);
+
+  Response get_object(const Request& request, const Target& target);
+  Response list_objects(const Request& request, const Target& target);
+  Response start_watch(const Request& request, const Target& target);
+  Response create_object(const Request& request, const Target& target, json::Document body, bool from_apply);
+  Response update_object(const Request& request, const Target& target, json::Document body);
+  Response patch_object(const Request& request, const Target& target);
+  Response delete_object(const Request& request, const Target& target);
+  Response delete_collection(const Request& request, const Target& target);
+  Response scale_subresource(const Request& request, const Target& target);
+
+  // Shared by update and patch: validates and stores `updated` as the new version of `old`.
+  Response commit_update(const Request& request, const Target& target, const ObjectPtr& old, json::Document updated,
+                         const std::string& manager, bool record_manager);
+  // Deletes or marks for deletion; returns the object as the response shows it.
+  ObjectPtr delete_now(const ResourceType& type, const std::string& key, const ObjectPtr& object,
+                       const std::string& propagation, bool dry_run);
+  void store_object(const std::string& key, json::Document object, const char* event_type);
+  void remove_object(const std::string& key, const ObjectPtr& object);
+
+  void on_crd_stored(const json::Value& crd);
+  void on_crd_deleted(const std::string& crd_name);
+  std::vector<ResourceType> types_of_crd(const json::Value& crd) const;
+
+  std::string new_uid();
+  std::string random_suffix();
+  std::string allocate_cluster_ip();
+  std::string discovery_document(bool aggregated_core, const std::string& version) const;
+
+  Options options_;
+  Clock clock_;
+  std::mt19937_64 random_;
+  Catalog catalog_;
+  Store store_;
+  // CRD name -> when to establish it.
+  std::map<std::string, std::chrono::system_clock::time_point> pending_crds_;
+  bool deletions_pending_ = false;
+  std::uint32_t next_cluster_ip_ = 10;
+};
+
+// A Kubernetes Status failure body.
+std::string status_body(int code, const std::string& reason, const std::string& message,
+                        const json::Value* details = nullptr);
+
+}  // namespace kstate::emulator

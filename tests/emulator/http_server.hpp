@@ -1,0 +1,36 @@
+// The network side of kstate-emulator: TLS (server certificate + optional client
+// certificates), HTTP/1.1 keep-alive with Boost.Beast on one io_context thread,
+// authentication, the /emulator/ control endpoints, fault injection, watch
+// streaming (chunked), the periodic tick and --data-dir persistence. The API
+// semantics themselves are in ApiServer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "tests/emulator/control.hpp"
+#include "tests/emulator/pki.hpp"
+
+namespace kstate::emulator {
+
+struct EmulatorOptions {
+  std::string listen = "127.0.0.1:0";
+  std::filesystem::path kubeconfig_out;
+  std::optional<std::filesystem::path> data_dir;
+  std::string version = "1.31";
+  double crd_establish_delay_seconds = 0.5;
+  FaultSettings faults;
+  std::uint64_t seed = 0;  // 0: random
+};
+
+// Runs until SIGINT/SIGTERM; returns the process exit code.
+int run_emulator(const EmulatorOptions& options);
+
+// The kubeconfig the emulator writes (contexts: default admin token, `readonly`, `cert-admin`).
+std::string make_kubeconfig(const std::string& server_url, const std::string& ca_pem, const std::string& admin_token,
+                            const std::string& readonly_token, const CertificateAndKey& client_certificate);
+
+}  // namespace kstate::emulator

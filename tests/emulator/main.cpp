@@ -1,0 +1,32 @@
+// kstate-emulator: a loopback kube-apiserver for tests and demos.
+//   kstate-emulator --listen 127.0.0.1:0 --kubeconfig-out FILE [--data-dir DIR] [--version 1.31]
+//                   [--crd-establish-delay SECONDS] [--fault-* ...]
+// Prints "listening on https://127.0.0.1:PORT" once it accepts connections.
+#include <CLI/CLI.hpp>
+
+#include "tests/emulator/http_server.hpp"
+
+int main(int argc, char** argv) {
+  kstate::emulator::EmulatorOptions options;
+  CLI::App app{"kstate-emulator: a loopback kube-apiserver for tests and demos"};
+  std::string kubeconfig;
+  std::string data_dir;
+  app.add_option("--listen", options.listen, "HOST:PORT to listen on (port 0 picks a free one)");
+  app.add_option("--kubeconfig-out", kubeconfig, "where to write the kubeconfig")->required();
+  app.add_option("--data-dir", data_dir, "keep objects (and credentials) here across restarts");
+  app.add_option("--version", options.version, "Kubernetes version to report, MAJOR.MINOR");
+  app.add_option("--crd-establish-delay", options.crd_establish_delay_seconds,
+                 "seconds before a new CRD's kinds are served (default 0.5)");
+  app.add_option("--fault-latency-ms", options.faults.latency_ms, "added latency on every request");
+  app.add_option("--fault-fail-fraction", options.faults.fail_fraction, "fraction of requests answered --fault-code");
+  app.add_option("--fault-fail-next", options.faults.fail_next, "the next N requests are answered --fault-code");
+  app.add_option("--fault-code", options.faults.fail_code, "status code of injected failures (429, 500, 503)");
+  app.add_option("--fault-retry-after", options.faults.retry_after_seconds, "Retry-After seconds on 429/503");
+  app.add_option("--seed", options.seed, "random seed (uids, generated names, fault rolls)");
+  CLI11_PARSE(app, argc, argv);
+  options.kubeconfig_out = kubeconfig;
+  if (!data_dir.empty()) {
+    options.data_dir = data_dir;
+  }
+  return kstate::emulator::run_emulator(options);
+}

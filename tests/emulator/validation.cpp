@@ -1,0 +1,445 @@
+// Validation rules (see validation.hpp), with the messages kube-apiserver uses so
+// that clients printing them look the same as against a real cluster.
+#include "tests/emulator/validation.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <regex>
+
+namespace kstate::emulator {
+
+namespace {
+
+const char* const kLabelMessage =
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end "
+    "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const char* const kSubdomainMessage =
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const char* const kDns1035Message =
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, "
+    "and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is "
+    "'[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+bool is_label(std::string_view name, bool must_start_alpha) {
+  if (name.empty() || name.size() > 63) {
+    return false;
+  }
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (must_start_alpha ? !(name.front() >= 'a' && name.front() <= 'z') : !alnum(name.front())) {
+    return false;
+  }
+  if (!alnum(name.back())) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+
+bool is_subdomain(std::string_view name) {
+  if (name.empty() || name.size() > 253) {
+    return false;
+  }
+  size_t start = 0;
+  while (true) {
+    auto dot = name.find('.', start);
+    auto part = name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (!is_label(part, false)) {
+      return false;
+    }
+    if (dot == std::string_view::npos) {
+      return true;
+    }
+    start = dot + 1;
+  }
+}
+
+std::string quoted(std::string_view text) {
+  return "\"" + std::string(text) + "\"";
+}
+
+FieldCause invalid(std::string field, const std::string& rendered_value, const std::string& why) {
+  return {"FieldValueInvalid", "Invalid value: " + rendered_value + ": " + why, std::move(field)};
+}
+
+bool equal_at(const json::Value& a, const json::Value& b, std::initializer_list<std::string_view> path) {
+  const json::Value* left = json::find_path(a, path);
+  const json::Value* right = json::find_path(b, path);
+  if (left == nullptr || right == nullptr) {
+    return left == right;
+  }
+  return *left == *right;
+}
+
+}  // namespace
+
+std::vector<FieldCause> validate_name(const ResourceType& type, std::string_view name) {
+  std::vector<FieldCause> causes;
+  if (name.empty()) {
+    causes.push_back({"FieldValueRequired", "Required value: name or generateName is required", "metadata.name"});
+    return causes;
+  }
+  if (type.group == "rbac.authorization.k8s.io") {
+    if (name == "." || name == "..") {
+      causes.push_back(invalid("metadata.name", quoted(name), "may not be '" + std::string(name) + "'"));
+    } else if (name.find('/') != std::string_view::npos) {
+      causes.push_back(invalid("metadata.name", quoted(name), "may not contain '/'"));
+    } else if (name.find('%') != std::string_view::npos) {
+      causes.push_back(invalid("metadata.name", quoted(name), "may not contain '%'"));
+    }
+    return causes;
+  }
+  if (type.group.empty() && type.plural == "services") {
+    if (!is_label(name, true)) {
+      causes.push_back(invalid("metadata.name", quoted(name), kDns1035Message));
+    }
+    return causes;
+  }
+  if (type.group.empty() && type.plural == "namespaces") {
+    if (!is_label(name, false)) {
+      causes.push_back(invalid("metadata.name", quoted(name), kLabelMessage));
+    }
+    return causes;
+  }
+  if (!is_subdomain(name)) {
+    causes.push_back(invalid("metadata.name", quoted(name), kSubdomainMessage));
+  }
+  return causes;
+}
+
+std::vector<FieldCause> validate_immutable(const ResourceType& type, const json::Value& old_object,
+                                           const json::Value& new_object) {
+  std::vector<FieldCause> causes;
+  auto immutable = [&](std::initializer_list<std::string_view> path, const std::string& field) {
+    if (!equal_at(old_object, new_object, path)) {
+      const json::Value* value = json::find_path(new_object, path);
+      causes.push_back(invalid(field, value == nullptr ? "null" : json::dump(*value), "field is immutable"));
+    }
+  };
+  if (type.group.empty() && type.plural == "services") {
+    const json::Value* old_ip = json::find_path(old_object, {"spec", "clusterIP"});
+    if (old_ip != nullptr && old_ip->IsString() && old_ip->GetStringLength() > 0) {
+      immutable({"spec", "clusterIP"}, "spec.clusterIP");
+    }
+  }
+  if (type.group == "apps" && type.plural != "replicasets") {
+    immutable({"spec", "selector"}, "spec.selector");
+  }
+  if (type.group == "batch" && type.plural == "jobs") {
+    immutable({"spec", "selector"}, "spec.selector");
+    immutable({"spec", "template"}, "spec.template");
+  }
+  if (type.group.empty() && (type.plural == "configmaps" || type.plural == "secrets")) {
+    const json::Value* was_immutable = json::find(old_object, "immutable");
+    if (was_immutable != nullptr && was_immutable->IsBool() && was_immutable->GetBool()) {
+      for (std::string_view field : {"data", "binaryData", "stringData"}) {
+        if (!equal_at(old_object, new_object, {field})) {
+          causes.push_back(
+              {"FieldValueForbidden", "Forbidden: field is immutable when `immutable` is set", std::string(field)});
+        }
+      }
+      if (!equal_at(old_object, new_object, {"immutable"})) {
+        causes.push_back({"FieldValueForbidden", "Forbidden: field is immutable when `immutable` is set", "immutable"});
+      }
+    }
+  }
+  if (type.group.empty() && type.plural == "persistentvolumeclaims") {
+    const json::Value empty;
+    const json::Value* old_found = json::find(old_object, "spec");
+    const json::Value* new_found = json::find(new_object, "spec");
+    json::Document old_spec = json::copy(old_found != nullptr ? *old_found : empty);
+    json::Document new_spec = json::copy(new_found != nullptr ? *new_found : empty);
+    for (auto* spec : {&old_spec, &new_spec}) {
+      if (json::Value* resources = json::find(*spec, "resources"); resources != nullptr) {
+        resources->RemoveMember("requests");
+      }
+      // The binder fills volumeName; users may set it once.
+      spec->RemoveMember("volumeName");
+    }
+    if (old_spec != new_spec) {
+      causes.push_back({"FieldValueForbidden",
+                        "Forbidden: spec is immutable after creation except resources.requests and "
+                        "volumeAttributesClassName for bound claims (field is immutable)",
+                        "spec"});
+    }
+  }
+  return causes;
+}
+
+std::vector<FieldCause> validate_object(const ResourceType& type, const json::Value& object) {
+  std::vector<FieldCause> causes;
+  if (type.group == "apiextensions.k8s.io") {
+    auto name = json::string_or(json::find_path(object, {"metadata", "name"}), "");
+    auto plural = json::string_or(json::find_path(object, {"spec", "names", "plural"}), "");
+    auto group = json::string_or(json::find_path(object, {"spec", "group"}), "");
+    if (group.empty()) {
+      causes.push_back({"FieldValueRequired", "Required value", "spec.group"});
+    }
+    if (plural.empty()) {
+      causes.push_back({"FieldValueRequired", "Required value", "spec.names.plural"});
+    }
+    if (json::string_or(json::find_path(object, {"spec", "names", "kind"}), "").empty()) {
+      causes.push_back({"FieldValueRequired", "Required value", "spec.names.kind"});
+    }
+    if (!group.empty() && !plural.empty() && name != std::string(plural) + "." + std::string(group)) {
+      causes.push_back(invalid("metadata.name", quoted(name), "must be spec.names.plural+\".\"+spec.group"));
+    }
+    const json::Value* versions = json::find_path(object, {"spec", "versions"});
+    if (versions == nullptr || !versions->IsArray() || versions->Empty()) {
+      causes.push_back({"FieldValueRequired", "Required value: must have exactly one version marked as storage version",
+                        "spec.versions"});
+    } else {
+      int storage = 0;
+      for (const auto& version : versions->GetArray()) {
+        const json::Value* flag = json::find(version, "storage");
+        storage += flag != nullptr && flag->IsBool() && flag->GetBool() ? 1 : 0;
+      }
+      if (storage != 1) {
+        causes.push_back(invalid("spec.versions", "[]", "must have exactly one version marked as storage version"));
+      }
+    }
+    const json::Value* scope = json::find_path(object, {"spec", "scope"});
+    if (scope == nullptr || !scope->IsString() ||
+        (std::string_view(scope->GetString()) != "Namespaced" && std::string_view(scope->GetString()) != "Cluster")) {
+      causes.push_back({"FieldValueNotSupported",
+                        "Unsupported value: " + (scope != nullptr ? json::dump(*scope) : std::string("\"\"")) +
+                            ": supported values: \"Cluster\", \"Namespaced\"",
+                        "spec.scope"});
+    }
+  }
+  if (type.group.empty() && type.plural == "services") {
+    const json::Value* ports = json::find_path(object, {"spec", "ports"});
+    auto service_type = json::string_or(json::find_path(object, {"spec", "type"}), "ClusterIP");
+    if (service_type != "ExternalName" && (ports == nullptr || !ports->IsArray() || ports->Empty())) {
+      causes.push_back({"FieldValueRequired", "Required value", "spec.ports"});
+    }
+  }
+  if (type.group.empty() && type.plural == "configmaps") {
+    if (const json::Value* data = json::find(object, "data"); data != nullptr && data->IsObject()) {
+      for (const auto& member : data->GetObject()) {
+        if (!member.value.IsString()) {
+          causes.push_back({"FieldValueTypeInvalid", "Invalid value: must be a string",
+                            "data." + std::string(member.name.GetString())});
+        }
+      }
+    }
+  }
+  return causes;
+}
+
+std::vector<std::string> drop_unknown_builtin_fields(const ResourceType& type, json::Value& object) {
+  static constexpr std::array<std::string_view, 16> metadata_fields = {"name",
+                                                                       "generateName",
+                                                                       "namespace",
+                                                                       "selfLink",
+                                                                       "uid",
+                                                                       "resourceVersion",
+                                                                       "generation",
+                                                                       "labels",
+                                                                       "annotations",
+                                                                       "ownerReferences",
+                                                                       "finalizers",
+                                                                       "managedFields",
+                                                                       "creationTimestamp",
+                                                                       "deletionTimestamp",
+                                                                       "deletionGracePeriodSeconds",
+                                                                       "clusterName"};
+  std::vector<std::string> unknown;
+  std::vector<std::string> doomed;
+  for (const auto& member : object.GetObject()) {
+    std::string_view name(member.name.GetString(), member.name.GetStringLength());
+    if (name == "apiVersion" || name == "kind" || name == "metadata") {
+      continue;
+    }
+    if (std::find(type.top_level_fields.begin(), type.top_level_fields.end(), name) == type.top_level_fields.end()) {
+      doomed.emplace_back(name);
+    }
+  }
+  for (const auto& name : doomed) {
+    object.RemoveMember(name.c_str());
+    unknown.push_back(name);
+  }
+  if (json::Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
+    doomed.clear();
+    for (const auto& member : metadata->GetObject()) {
+      std::string_view name(member.name.GetString(), member.name.GetStringLength());
+      if (std::find(metadata_fields.begin(), metadata_fields.end(), name) == metadata_fields.end()) {
+        doomed.emplace_back(name);
+      }
+    }
+    for (const auto& name : doomed) {
+      metadata->RemoveMember(name.c_str());
+      unknown.push_back("metadata." + name);
+    }
+  }
+  return unknown;
+}
+
+// ---- CRD schemas ----------------------------------------------------------------
+
+namespace {
+
+bool flag(const json::Value& schema, std::string_view key) {
+  const json::Value* value = json::find(schema, key);
+  return value != nullptr && value->IsBool() && value->GetBool();
+}
+
+std::string join(const std::string& prefix, std::string_view name) {
+  return prefix.empty() ? std::string(name) : prefix + "." + std::string(name);
+}
+
+const char* json_type_name(const json::Value& value) {
+  if (value.IsObject()) {
+    return "object";
+  }
+  if (value.IsArray()) {
+    return "array";
+  }
+  if (value.IsString()) {
+    return "string";
+  }
+  if (value.IsBool()) {
+    return "boolean";
+  }
+  if (value.IsInt64() || value.IsUint64()) {
+    return "integer";
+  }
+  if (value.IsNumber()) {
+    return "number";
+  }
+  return "null";
+}
+
+void check(const json::Value& schema, json::Value& value, const std::string& path, std::vector<FieldCause>& causes,
+           std::vector<std::string>& unknown) {
+  if (!schema.IsObject()) {
+    return;
+  }
+  if (value.IsNull()) {
+    if (!flag(schema, "nullable") && json::find(schema, "type") != nullptr) {
+      causes.push_back({"FieldValueTypeInvalid",
+                        "Invalid value: \"null\": " + path + " in body must be of type " +
+                            std::string(json::string_or(json::find(schema, "type"), "object")) + ": \"null\"",
+                        path});
+    }
+    return;
+  }
+  bool int_or_string = flag(schema, "x-kubernetes-int-or-string");
+  auto expected = json::string_or(json::find(schema, "type"), "");
+  std::string actual = json_type_name(value);
+  if (int_or_string) {
+    if (actual != "integer" && actual != "string") {
+      causes.push_back({"FieldValueTypeInvalid",
+                        "Invalid value: \"" + actual + "\": " + path +
+                            " in body must be of type integer,string: " + json::dump(value),
+                        path});
+    }
+    return;
+  }
+  if (!expected.empty()) {
+    bool matches = actual == expected || (expected == "number" && actual == "integer");
+    if (!matches) {
+      causes.push_back({"FieldValueTypeInvalid",
+                        "Invalid value: \"" + actual + "\": " + path + " in body must be of type " +
+                            std::string(expected) + ": " + json::dump(value),
+                        path});
+      return;
+    }
+  }
+  if (const json::Value* allowed = json::find(schema, "enum"); allowed != nullptr && allowed->IsArray()) {
+    bool found = std::any_of(allowed->Begin(), allowed->End(), [&](const json::Value& v) { return v == value; });
+    if (!found) {
+      std::string list;
+      for (const auto& v : allowed->GetArray()) {
+        list += (list.empty() ? "" : ", ") + json::dump(v);
+      }
+      causes.push_back(
+          {"FieldValueNotSupported", "Unsupported value: " + json::dump(value) + ": supported values: " + list, path});
+    }
+  }
+  if (value.IsNumber()) {
+    if (const json::Value* minimum = json::find(schema, "minimum");
+        minimum != nullptr && minimum->IsNumber() && value.GetDouble() < minimum->GetDouble()) {
+      causes.push_back({"FieldValueInvalid",
+                        "Invalid value: " + json::dump(value) + ": " + path +
+                            " in body should be greater than or "
+                            "equal to " +
+                            json::dump(*minimum),
+                        path});
+    }
+    if (const json::Value* maximum = json::find(schema, "maximum");
+        maximum != nullptr && maximum->IsNumber() && value.GetDouble() > maximum->GetDouble()) {
+      causes.push_back({"FieldValueInvalid",
+                        "Invalid value: " + json::dump(value) + ": " + path +
+                            " in body should be less than or equal to " + json::dump(*maximum),
+                        path});
+    }
+  }
+  if (value.IsString()) {
+    if (const json::Value* pattern = json::find(schema, "pattern"); pattern != nullptr && pattern->IsString()) {
+      try {
+        if (!std::regex_search(value.GetString(), std::regex(pattern->GetString(), std::regex::ECMAScript))) {
+          causes.push_back({"FieldValueInvalid",
+                            "Invalid value: " + json::dump(value) + ": " + path + " in body should match '" +
+                                pattern->GetString() + "'",
+                            path});
+        }
+      } catch (const std::regex_error&) {
+        // An unsupported pattern is not the object's fault.
+      }
+    }
+  }
+  if (value.IsArray()) {
+    if (const json::Value* items = json::find(schema, "items"); items != nullptr) {
+      for (rapidjson::SizeType i = 0; i < value.Size(); ++i) {
+        check(*items, value[i], path + "[" + std::to_string(i) + "]", causes, unknown);
+      }
+    }
+    return;
+  }
+  if (!value.IsObject()) {
+    return;
+  }
+  if (const json::Value* required = json::find(schema, "required"); required != nullptr && required->IsArray()) {
+    for (const auto& name : required->GetArray()) {
+      if (name.IsString() && json::find(value, name.GetString()) == nullptr) {
+        causes.push_back({"FieldValueRequired", "Required value", join(path, name.GetString())});
+      }
+    }
+  }
+  const json::Value* properties = json::find(schema, "properties");
+  const json::Value* additional = json::find(schema, "additionalProperties");
+  bool preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
+  std::vector<std::string> doomed;
+  for (auto& member : value.GetObject()) {
+    std::string_view name(member.name.GetString(), member.name.GetStringLength());
+    const json::Value* property = properties != nullptr ? json::find(*properties, name) : nullptr;
+    if (path.empty() && (name == "apiVersion" || name == "kind" || name == "metadata")) {
+      continue;
+    }
+    if (property != nullptr) {
+      check(*property, member.value, join(path, name), causes, unknown);
+    } else if (additional != nullptr && additional->IsObject()) {
+      check(*additional, member.value, join(path, name), causes, unknown);
+    } else if (!preserve && !(additional != nullptr && additional->IsBool() && additional->GetBool())) {
+      doomed.emplace_back(name);
+    }
+  }
+  for (const auto& name : doomed) {
+    value.RemoveMember(name.c_str());
+    unknown.push_back(join(path, name));
+  }
+}
+
+}  // namespace
+
+std::vector<FieldCause> validate_and_prune(const json::Value& schema, json::Value& object,
+                                           std::vector<std::string>& unknown) {
+  std::vector<FieldCause> causes;
+  check(schema, object, "", causes, unknown);
+  return causes;
+}
+
+}  // namespace kstate::emulator
