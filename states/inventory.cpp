@@ -1,0 +1,178 @@
+// Encoding, decoding and merging of kstate's inventory (see inventory.hpp). Decoding is
+// strict on purpose: a half-readable inventory is treated as corrupt, because guessing
+// which entries are missing is exactly how a pruner ends up deleting too much.
+#include "states/inventory.hpp"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/encoding.hpp"
+
+namespace kstate::states {
+
+namespace {
+
+bool by_key(const InventoryEntry& a, const InventoryEntry& b) {
+  return a.key() < b.key();
+}
+
+void sort_and_deduplicate(std::vector<InventoryEntry>& entries) {
+  // stable: of two entries with one key, the later one (appended last) wins.
+  std::stable_sort(entries.begin(), entries.end(), by_key);
+  std::vector<InventoryEntry> unique;
+  unique.reserve(entries.size());
+  for (auto& entry : entries) {
+    if (!unique.empty() && unique.back().key() == entry.key()) {
+      unique.back() = std::move(entry);
+    } else {
+      unique.push_back(std::move(entry));
+    }
+  }
+  entries = std::move(unique);
+}
+
+}  // namespace
+
+std::string ObjectKey::to_string() const {
+  std::string text = group.empty() ? kind : kind + "." + group;
+  if (!ns.empty())
+    text += "/" + ns;
+  return text + "/" + name;
+}
+
+const InventoryEntry* Inventory::find(const ObjectKey& key) const {
+  auto it = std::lower_bound(entries.begin(), entries.end(), key,
+                             [](const InventoryEntry& entry, const ObjectKey& k) { return entry.key() < k; });
+  if (it == entries.end() || it->key() != key)
+    return nullptr;
+  return &*it;
+}
+
+std::string encode_inventory(const Inventory& inventory) {
+  std::vector<InventoryEntry> entries = inventory.entries;
+  sort_and_deduplicate(entries);
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  const auto field = [&](const char* name, const std::string& value) {
+    writer.Key(name);
+    writer.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
+  };
+  writer.StartObject();
+  writer.Key("version");
+  writer.Int(inventory_format_version);
+  writer.Key("entries");
+  writer.StartArray();
+  for (const InventoryEntry& entry : entries) {
+    writer.StartObject();
+    field("group", entry.group);
+    field("version", entry.version);
+    field("kind", entry.kind);
+    field("namespace", entry.ns);
+    field("name", entry.name);
+    field("uid", entry.uid);
+    field("source", entry.source);
+    writer.EndObject();
+  }
+  writer.EndArray();
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+Result<Inventory> decode_inventory(std::string_view json_text) {
+  auto document = json::parse(json_text);
+  if (!document)
+    return Error(ErrorKind::invalid_input, "inventory is not JSON: " + document.error().message);
+  const json::Value& root = *document;
+  const json::Value* version = json::find(root, "version");
+  if (version == nullptr || !version->IsInt() || version->GetInt() != inventory_format_version)
+    return Error(ErrorKind::invalid_input, "inventory has no or an unknown format version");
+  const json::Value* entries = json::find(root, "entries");
+  if (entries == nullptr || !entries->IsArray())
+    return Error(ErrorKind::invalid_input, "inventory has no entries array");
+  Inventory inventory;
+  inventory.entries.reserve(entries->Size());
+  std::size_t index = 0;
+  for (const json::Value& value : entries->GetArray()) {
+    InventoryEntry entry;
+    struct Field {
+      const char* name;
+      std::string* target;
+      bool required;
+    };
+    const Field fields[] = {
+        {"group", &entry.group, true},    {"version", &entry.version, true}, {"kind", &entry.kind, true},
+        {"namespace", &entry.ns, true},   {"name", &entry.name, true},       {"uid", &entry.uid, true},
+        {"source", &entry.source, false},
+    };
+    for (const Field& field : fields) {
+      auto text = value.IsObject() ? json::get_string(value, field.name) : std::nullopt;
+      if (!text) {
+        if (!field.required && value.IsObject() && json::find(value, field.name) == nullptr)
+          continue;
+        return Error(ErrorKind::invalid_input,
+                     "inventory entry " + std::to_string(index) + " has no string field '" + field.name + "'");
+      }
+      *field.target = std::string(*text);
+    }
+    if (entry.kind.empty() || entry.name.empty() || entry.version.empty() || entry.uid.empty())
+      return Error(ErrorKind::invalid_input,
+                   "inventory entry " + std::to_string(index) + " lacks a kind, version, name or uid");
+    inventory.entries.push_back(std::move(entry));
+    ++index;
+  }
+  sort_and_deduplicate(inventory.entries);
+  return inventory;
+}
+
+LoadedInventory load_inventory(const json::Value* parent_secret) {
+  LoadedInventory loaded;
+  if (parent_secret == nullptr)
+    return loaded;
+  const json::Value* data = json::find(*parent_secret, "data");
+  const json::Value* value = data == nullptr ? nullptr : json::find(*data, inventory_data_key);
+  if (value == nullptr)
+    return loaded;
+  loaded.status = InventoryStatus::corrupt;
+  if (!value->IsString()) {
+    loaded.problem = "data." + std::string(inventory_data_key) + " is not a string";
+    return loaded;
+  }
+  auto text = encoding::base64_decode(std::string_view(value->GetString(), value->GetStringLength()));
+  if (!text) {
+    loaded.problem = "data." + std::string(inventory_data_key) + " is not valid base64";
+    return loaded;
+  }
+  auto inventory = decode_inventory(*text);
+  if (!inventory) {
+    loaded.problem = inventory.error().message;
+    return loaded;
+  }
+  loaded.status = InventoryStatus::ok;
+  loaded.inventory = std::move(inventory).value();
+  return loaded;
+}
+
+Inventory merge_inventory(const Inventory& previous, const std::vector<InventoryEntry>& applied,
+                          const std::vector<ObjectKey>& removed) {
+  std::map<ObjectKey, InventoryEntry> merged;
+  for (const InventoryEntry& entry : previous.entries)
+    merged[entry.key()] = entry;
+  for (const ObjectKey& key : removed)
+    merged.erase(key);
+  // After removals: an object deleted and re-created in one cycle is recorded again.
+  // An apply that returned no UID (dry run) proves nothing and changes nothing.
+  for (const InventoryEntry& entry : applied) {
+    if (!entry.uid.empty())
+      merged[entry.key()] = entry;
+  }
+  Inventory result;
+  result.entries.reserve(merged.size());
+  for (auto& [key, entry] : merged)
+    result.entries.push_back(std::move(entry));
+  return result;
+}
+
+}  // namespace kstate::states

@@ -1,0 +1,77 @@
+// kstate's inventory: the objects kstate has applied, each with the UID the server gave
+// it and the manifest file that declared it. It is what makes prune safe: an object is
+// only ever deleted if it is recorded here with the same UID. Stored as JSON, base64 in
+// the ApplySet parent Secret's data (key inventory.json). Reading it tells apart "no
+// inventory yet" (first run: nothing to prune) from "corrupt" (prune must refuse), so
+// a damaged Secret can never turn into "prune everything". Pure logic: no I/O.
+#pragma once
+
+#include <compare>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/json.hpp"
+
+namespace kstate::states {
+
+// The identity prune compares: group, kind, namespace, name (the version does not
+// change which object it is).
+struct ObjectKey {
+  std::string group;  // "" for core
+  std::string kind;
+  std::string ns;  // "" for cluster-scoped
+  std::string name;
+  friend auto operator<=>(const ObjectKey&, const ObjectKey&) = default;
+  friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
+  std::string to_string() const;  // "Kind.group/ns/name", "Kind/name"
+};
+
+struct InventoryEntry {
+  std::string group;
+  std::string version;
+  std::string kind;
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string source;  // manifest file that declared it
+  ObjectKey key() const { return {group, kind, ns, name}; }
+  friend bool operator==(const InventoryEntry&, const InventoryEntry&) = default;
+};
+
+struct Inventory {
+  std::vector<InventoryEntry> entries;  // sorted by key, one entry per key
+  const InventoryEntry* find(const ObjectKey& key) const;
+};
+
+constexpr std::string_view inventory_data_key = "inventory.json";
+constexpr int inventory_format_version = 1;
+
+// {"version":1,"entries":[{"group":..,"version":..,"kind":..,"namespace":..,"name":..,
+// "uid":..,"source":..}]}, entries sorted so that an unchanged inventory encodes the same.
+std::string encode_inventory(const Inventory& inventory);
+// Strict: any malformed entry makes the whole inventory invalid (invalid_input).
+Result<Inventory> decode_inventory(std::string_view json_text);
+
+enum class InventoryStatus {
+  ok,       // decoded
+  missing,  // no parent Secret or no inventory key yet: an empty inventory
+  corrupt,  // present but unreadable: prune must refuse
+};
+struct LoadedInventory {
+  InventoryStatus status = InventoryStatus::missing;
+  Inventory inventory;
+  std::string problem;  // for corrupt: what was wrong (never the data itself)
+};
+// From the parent Secret as read from the server; nullptr when it does not exist.
+LoadedInventory load_inventory(const json::Value* parent_secret);
+
+// The inventory after a cycle: previous entries, minus the objects known to be gone
+// (deleted, or found absent), plus every object applied in the cycle with its new UID
+// (replacing the old entry). Deletes that failed are simply not in `removed`, so they
+// stay and are retried next cycle; applies that failed keep their previous entry.
+Inventory merge_inventory(const Inventory& previous, const std::vector<InventoryEntry>& applied,
+                          const std::vector<ObjectKey>& removed);
+
+}  // namespace kstate::states

@@ -1,0 +1,164 @@
+// The inventory a prune relies on: it round-trips through JSON and the parent Secret,
+// a missing one means "nothing recorded yet" while a damaged one is reported as
+// corrupt (so prune refuses), and a cycle's outcome merges in as the issue specifies.
+#include "states/inventory.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "core/encoding.hpp"
+
+using namespace kstate;
+using states::InventoryEntry;
+
+namespace {
+
+InventoryEntry entry(std::string kind, std::string ns, std::string name, std::string uid, std::string group = "",
+                     std::string source = "dir/app.yaml") {
+  return {std::move(group), "v1", std::move(kind), std::move(ns), std::move(name), std::move(uid), std::move(source)};
+}
+
+json::Document secret_with(const std::string& data_json) {
+  auto document =
+      json::parse(R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"kstate"},"data":)" + data_json + "}");
+  REQUIRE(document.ok());
+  return std::move(document).value();
+}
+
+}  // namespace
+
+TEST_CASE("the inventory encodes deterministically and decodes back", "[inventory]") {
+  states::Inventory inventory;
+  inventory.entries = {
+      entry("ConfigMap", "web", "settings", "u1"),
+      entry("Deployment", "web", "frontend", "u2", "apps", "dir/web/deploy.yaml"),
+      entry("Namespace", "", "web", "u3"),
+      entry("ConfigMap", "web", "a \"quoted\" name", "u4"),
+  };
+  const std::string text = states::encode_inventory(inventory);
+  states::Inventory shuffled;
+  shuffled.entries = {inventory.entries[2], inventory.entries[0], inventory.entries[3], inventory.entries[1]};
+  CHECK(states::encode_inventory(shuffled) == text);
+  CHECK_THAT(text, Catch::StartsWith(R"({"version":1,"entries":[{"group":"","version":"v1","kind":"ConfigMap")"));
+
+  auto decoded = states::decode_inventory(text);
+  REQUIRE(decoded.ok());
+  REQUIRE(decoded->entries.size() == 4);
+  const InventoryEntry* found = decoded->find({"apps", "Deployment", "web", "frontend"});
+  REQUIRE(found != nullptr);
+  CHECK(found->uid == "u2");
+  CHECK(found->source == "dir/web/deploy.yaml");
+  CHECK(decoded->find({"", "ConfigMap", "web", "a \"quoted\" name"}) != nullptr);
+  CHECK(decoded->find({"", "ConfigMap", "other", "settings"}) == nullptr);
+  CHECK(states::encode_inventory(*decoded) == text);
+}
+
+TEST_CASE("a malformed inventory is rejected as a whole", "[inventory]") {
+  struct Row {
+    const char* name;
+    const char* text;
+    const char* message_part;
+  };
+  const Row rows[] = {
+      {"not JSON", "{\"version\":1,", "not JSON"},
+      {"no version", R"({"entries":[]})", "format version"},
+      {"future version", R"({"version":2,"entries":[]})", "format version"},
+      {"entries not an array", R"({"version":1,"entries":{}})", "entries array"},
+      {"entry not an object", R"({"version":1,"entries":[5]})", "entry 0"},
+      {"uid missing",
+       R"({"version":1,"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","name":"b"}]})",
+       "field 'uid'"},
+      {"uid empty",
+       R"({"version":1,"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","name":"b","uid":""}]})",
+       "lacks"},
+      {"name not a string",
+       R"({"version":1,"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","name":7,"uid":"u"}]})",
+       "field 'name'"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    auto decoded = states::decode_inventory(row.text);
+    REQUIRE_FALSE(decoded.ok());
+    CHECK(decoded.error().kind == ErrorKind::invalid_input);
+    CHECK_THAT(decoded.error().message, Catch::Contains(row.message_part));
+  }
+}
+
+TEST_CASE("loading from the parent Secret tells missing apart from corrupt", "[inventory]") {
+  states::Inventory one;
+  one.entries = {entry("ConfigMap", "web", "settings", "u1")};
+  const std::string good = encoding::base64_encode(states::encode_inventory(one));
+  struct Row {
+    const char* name;
+    std::string data;  // JSON of the Secret's data; empty: no Secret at all
+    states::InventoryStatus status;
+    std::size_t entries;
+  };
+  const std::vector<Row> rows = {
+      {"no Secret", "", states::InventoryStatus::missing, 0},
+      {"no inventory key", R"({"other":"eA=="})", states::InventoryStatus::missing, 0},
+      {"valid", R"({"inventory.json":")" + good + R"("})", states::InventoryStatus::ok, 1},
+      {"not base64", R"({"inventory.json":"%%%"})", states::InventoryStatus::corrupt, 0},
+      {"truncated", R"({"inventory.json":")" + good.substr(0, good.size() / 2 / 4 * 4) + R"("})",
+       states::InventoryStatus::corrupt, 0},
+      {"not a string", R"({"inventory.json":42})", states::InventoryStatus::corrupt, 0},
+      {"empty value", R"({"inventory.json":""})", states::InventoryStatus::corrupt, 0},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    states::LoadedInventory loaded;
+    if (row.data.empty()) {
+      loaded = states::load_inventory(nullptr);
+    } else {
+      json::Document secret = secret_with(row.data);
+      loaded = states::load_inventory(&secret);
+    }
+    CHECK(loaded.status == row.status);
+    CHECK(loaded.inventory.entries.size() == row.entries);
+    CHECK(loaded.problem.empty() == (row.status != states::InventoryStatus::corrupt));
+  }
+}
+
+TEST_CASE("a cycle's outcome merges into the inventory", "[inventory]") {
+  states::Inventory previous;
+  previous.entries = {
+      entry("ConfigMap", "web", "kept", "u1"),      entry("ConfigMap", "web", "replaced", "u2"),
+      entry("ConfigMap", "web", "pruned", "u3"),    entry("ConfigMap", "web", "delete-failed", "u4"),
+      entry("ConfigMap", "web", "recreated", "u5"),
+  };
+  const std::vector<InventoryEntry> applied = {
+      entry("ConfigMap", "web", "replaced", "u2-new", "", "dir/moved.yaml"), entry("ConfigMap", "web", "new", "u6"),
+      entry("ConfigMap", "web", "recreated", "u5-new"),
+      entry("ConfigMap", "web", "dry-run", ""),  // no UID: nothing proven
+  };
+  const std::vector<states::ObjectKey> removed = {
+      {"", "ConfigMap", "web", "pruned"},
+      {"", "ConfigMap", "web", "recreated"},
+  };
+  const states::Inventory merged = states::merge_inventory(previous, applied, removed);
+  struct Row {
+    const char* name;
+    const char* uid;  // nullptr: not in the inventory
+    const char* source;
+  };
+  const Row rows[] = {
+      {"kept", "u1", "dir/app.yaml"},
+      {"replaced", "u2-new", "dir/moved.yaml"},
+      {"pruned", nullptr, ""},
+      {"delete-failed", "u4", "dir/app.yaml"},
+      {"recreated", "u5-new", "dir/app.yaml"},
+      {"new", "u6", "dir/app.yaml"},
+      {"dry-run", nullptr, ""},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    const InventoryEntry* found = merged.find({"", "ConfigMap", "web", row.name});
+    if (row.uid == nullptr) {
+      CHECK(found == nullptr);
+    } else {
+      REQUIRE(found != nullptr);
+      CHECK(found->uid == row.uid);
+      CHECK(found->source == row.source);
+    }
+  }
+  CHECK(merged.entries.size() == 5);
+}
