@@ -1,31 +1,12 @@
-// What discovery knows about one resource: enough to build every URL for it
-// (group, version, plural, namespaced) and to decide what may be done (verbs).
+// What discovery knows about one resource. The struct itself lives in
+// core/api_resource.hpp (request building in core needs it and core must not depend on
+// discovery); this header keeps the discovery:: spelling working.
 #pragma once
 
-#include <string>
-#include <vector>
-
-#include "core/gvk.hpp"
+#include "core/api_resource.hpp"
 
 namespace kstate::discovery {
 
-struct ApiResource {
-  std::string group;  // "" for core
-  std::string version;
-  std::string kind;
-  std::string plural;    // URL segment, e.g. deployments
-  std::string singular;  // e.g. deployment
-  bool namespaced = false;
-  std::vector<std::string> verbs;
-  std::vector<std::string> short_names;
-  std::vector<std::string> categories;
-  std::vector<std::string> subresources;  // e.g. status, scale
-  bool preferred_version = true;          // this version is the group's preferred one
-
-  GroupVersionKind gvk() const { return {group, version, kind}; }
-  std::string api_version() const { return group.empty() ? version : group + "/" + version; }
-  bool supports(std::string_view verb) const;
-  bool has_subresource(std::string_view name) const;
-};
+using ApiResource = kstate::ApiResource;
 
 }  // namespace kstate::discovery
