@@ -1,0 +1,255 @@
+// Safe prune. One baseline cycle in which prune deletes objects (a ConfigMap, a
+// Namespace with a ConfigMap in it, a CRD and its custom resource); every guard is a
+// row that changes one thing in that cycle and checks that what the baseline deletes
+// is then kept, with the reason a user sees. An object outside the inventory (even one
+// carrying kstate's labels) is never deleted in any row.
+#include "states/prune.hpp"
+
+#include <catch2/catch.hpp>
+#include <functional>
+
+#include "states/applyset.hpp"
+
+using namespace kstate;
+using states::KeepReason;
+using states::ObjectKey;
+
+namespace {
+
+const std::string applyset = states::applyset_id("kstate", "kube-system");
+
+const ObjectKey old_cm{"", "ConfigMap", "web", "old"};
+const ObjectKey declared_cm{"", "ConfigMap", "web", "declared"};
+const ObjectKey inner_cm{"", "ConfigMap", "gone-ns", "x"};
+const ObjectKey gone_ns{"", "Namespace", "", "gone-ns"};
+const ObjectKey widget_crd{"apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com"};
+const ObjectKey widget{"example.com", "Widget", "default", "w1"};
+const ObjectKey stranger{"", "ConfigMap", "web", "stranger"};  // never in the inventory
+
+states::LiveObject ours(const std::string& uid) {
+  states::LiveObject live;
+  live.state = states::LiveState::found;
+  live.uid = uid;
+  live.labels = {{"applyset.kubernetes.io/part-of", applyset}, {"app.kubernetes.io/managed-by", "kstate"}};
+  return live;
+}
+
+void record(states::PruneInput& input, const ObjectKey& key, const std::string& uid) {
+  input.inventory.entries.push_back({key.group, "v1", key.kind, key.ns, key.name, uid, "dir/file.yaml"});
+  input.live[key] = ours(uid);
+}
+
+// The cycle in which prune is allowed and deletes five objects.
+states::PruneInput baseline() {
+  states::PruneInput input;
+  input.applyset_id = applyset;
+  input.guards.prune_enabled = true;
+  record(input, old_cm, "u1");
+  record(input, declared_cm, "u2");
+  record(input, inner_cm, "u3");
+  record(input, gone_ns, "u4");
+  record(input, widget_crd, "u5");
+  input.live[widget_crd].defines_group = "example.com";
+  input.live[widget_crd].defines_kind = "Widget";
+  record(input, widget, "u6");
+  std::sort(input.inventory.entries.begin(), input.inventory.entries.end(),
+            [](const auto& a, const auto& b) { return a.key() < b.key(); });
+  input.declared = {declared_cm, {"", "ConfigMap", "other", "kept"}};
+  input.live[stranger] = ours("u-stranger");
+  return input;
+}
+
+std::vector<std::string> deleted(const states::PruneDecision& decision) {
+  std::vector<std::string> names;
+  for (const auto& planned : decision.deletes)
+    names.push_back(std::to_string(planned.wave) + ":" + planned.entry.key().to_string());
+  return names;
+}
+
+const states::KeptEntry* kept(const states::PruneDecision& decision, const ObjectKey& key) {
+  for (const auto& entry : decision.kept) {
+    if (entry.entry.key() == key)
+      return &entry;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string> baseline_deletes = {
+    "0:ConfigMap/gone-ns/x",
+    "0:ConfigMap/web/old",
+    "0:Widget.example.com/default/w1",
+    "1:CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com",
+    "2:Namespace/gone-ns",
+};
+
+}  // namespace
+
+TEST_CASE("without guards, prune deletes undeclared objects it owns, containers last", "[prune]") {
+  const states::PruneDecision decision = states::decide_prune(baseline());
+  CHECK(deleted(decision) == baseline_deletes);
+  CHECK(decision.held_back_by.empty());
+  REQUIRE(decision.kept.size() == 1);
+  CHECK(decision.kept[0].entry.key() == declared_cm);
+  CHECK(decision.kept[0].reason == KeepReason::declared);
+  CHECK(decision.forget.empty());
+}
+
+TEST_CASE("each prune guard keeps what would otherwise be deleted", "[prune]") {
+  struct Row {
+    const char* name;
+    std::function<void(states::PruneInput&)> change;
+    std::vector<std::string> expected_deletes;
+    ObjectKey subject;  // an object the baseline deletes
+    KeepReason reason;
+    const char* detail_part;
+    bool forgotten;
+  };
+  const auto without = [](std::vector<std::string> list, const std::vector<std::string>& removed) {
+    for (const auto& item : removed)
+      list.erase(std::remove(list.begin(), list.end(), item), list.end());
+    return list;
+  };
+  const std::vector<Row> rows = {
+      {"a file failed to parse",
+       [](auto& in) { in.guards.load_failed = true; },
+       {},
+       old_cm,
+       KeepReason::guard,
+       "failed to load",
+       false},
+      {"a state failed",
+       [](auto& in) { in.guards.state_failed = true; },
+       {},
+       gone_ns,
+       KeepReason::guard,
+       "a state failed",
+       false},
+      {"discovery failed",
+       [](auto& in) { in.guards.discovery_failed = true; },
+       {},
+       widget_crd,
+       KeepReason::guard,
+       "discovery failed",
+       false},
+      {"empty manifest directory",
+       [](auto& in) {
+         in.guards.manifests_empty = true;
+         in.declared.clear();
+       },
+       {},
+       old_cm,
+       KeepReason::guard,
+       "--allow-empty-prune",
+       false},
+      {"inventory corrupt",
+       [](auto& in) { in.guards.inventory_corrupt = true; },
+       {},
+       old_cm,
+       KeepReason::guard,
+       "corrupt",
+       false},
+      {"prune off", [](auto& in) { in.guards.prune_enabled = false; }, {}, old_cm, KeepReason::guard, "--prune", false},
+      {"UID mismatch", [](auto& in) { in.live[old_cm].uid = "someone-elses"; },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::uid_mismatch, "live UID someone-elses",
+       true},
+      {"managed-by label removed", [](auto& in) { in.live[old_cm].labels.erase("app.kubernetes.io/managed-by"); },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::labels_removed, "managed-by", true},
+      {"part-of another ApplySet",
+       [](auto& in) { in.live[old_cm].labels["applyset.kubernetes.io/part-of"] = "applyset-other-v1"; },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::labels_removed, "part-of", true},
+      {"kstate.io/prune: disabled", [](auto& in) { in.live[old_cm].annotations["kstate.io/prune"] = "disabled"; },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::prune_disabled, "kstate.io/prune",
+       false},
+      {"Flux prune disabled",
+       [](auto& in) { in.live[old_cm].annotations["kustomize.toolkit.fluxcd.io/prune"] = "disabled"; },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::prune_disabled, "fluxcd", false},
+      {"addon-manager EnsureExists",
+       [](auto& in) { in.live[old_cm].labels["addonmanager.kubernetes.io/mode"] = "EnsureExists"; },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::prune_disabled, "EnsureExists", false},
+      {"declared again", [](auto& in) { in.declared.insert(old_cm); },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::declared, "", false},
+      {"live object not read", [](auto& in) { in.live.erase(old_cm); },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::not_checked, "", false},
+      {"already gone",
+       [](auto& in) { in.live[old_cm] = states::LiveObject{states::LiveState::not_found, "", {}, {}, "", ""}; },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::already_gone, "", true},
+      {"Namespace still holds a declared object", [](auto& in) { in.declared.insert(inner_cm); },
+       without(baseline_deletes, {"0:ConfigMap/gone-ns/x", "2:Namespace/gone-ns"}), gone_ns,
+       KeepReason::still_has_members, "ConfigMap/gone-ns/x", false},
+      {"Namespace holds an object kstate may not prune",
+       [](auto& in) { in.live[inner_cm].annotations["kstate.io/prune"] = "disabled"; },
+       without(baseline_deletes, {"0:ConfigMap/gone-ns/x", "2:Namespace/gone-ns"}), gone_ns,
+       KeepReason::still_has_members, "ConfigMap/gone-ns/x", false},
+      {"Namespace holds an object taken over by someone else", [](auto& in) { in.live[inner_cm].labels.clear(); },
+       without(baseline_deletes, {"0:ConfigMap/gone-ns/x", "2:Namespace/gone-ns"}), gone_ns,
+       KeepReason::still_has_members, "ConfigMap/gone-ns/x", false},
+      {"Namespace holds objects outside the inventory",
+       [](auto& in) { in.containers_with_foreign_objects.insert(gone_ns); },
+       without(baseline_deletes, {"2:Namespace/gone-ns"}), gone_ns, KeepReason::still_has_members,
+       "outside kstate's inventory", false},
+      {"CRD still has a custom resource with another UID",
+       [](auto& in) { in.live[widget].uid = "recreated"; },
+       {"0:ConfigMap/gone-ns/x", "0:ConfigMap/web/old", "1:Namespace/gone-ns"},
+       widget_crd,
+       KeepReason::still_has_members,
+       "Widget.example.com/default/w1",
+       false},
+      {"CRD without live spec falls back to its group",
+       [](auto& in) {
+         in.live[widget_crd].defines_kind.clear();
+         in.declared.insert({"example.com", "Gadget", "default", "g"});
+       },
+       {"0:ConfigMap/gone-ns/x", "0:ConfigMap/web/old", "0:Widget.example.com/default/w1", "1:Namespace/gone-ns"},
+       widget_crd,
+       KeepReason::still_has_members,
+       "Gadget.example.com/default/g",
+       false},
+      {"empty directory with --allow-empty-prune",
+       [](auto& in) {
+         in.guards.manifests_empty = true;
+         in.guards.allow_empty_prune = true;
+         in.declared.clear();
+       },
+       {"0:ConfigMap/gone-ns/x", "0:ConfigMap/web/declared", "0:ConfigMap/web/old", "0:Widget.example.com/default/w1",
+        "1:CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com", "2:Namespace/gone-ns"},
+       declared_cm,
+       KeepReason::declared,
+       "",
+       false},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    states::PruneInput input = baseline();
+    row.change(input);
+    const states::PruneDecision decision = states::decide_prune(input);
+    CHECK(deleted(decision) == row.expected_deletes);
+    for (const auto& planned : decision.deletes)
+      CHECK(planned.entry.key() != stranger);
+    // Every inventory entry is either deleted or kept with a reason.
+    CHECK(decision.deletes.size() + decision.kept.size() == input.inventory.entries.size());
+    if (std::string(row.name) == "empty directory with --allow-empty-prune")
+      continue;  // the subject is deleted there
+    const states::KeptEntry* subject = kept(decision, row.subject);
+    REQUIRE(subject != nullptr);
+    CHECK(states::to_string(subject->reason) == std::string(states::to_string(row.reason)));
+    CHECK_THAT(subject->detail, Catch::Contains(row.detail_part));
+    const bool forgotten =
+        std::find(decision.forget.begin(), decision.forget.end(), row.subject) != decision.forget.end();
+    CHECK(forgotten == row.forgotten);
+    CHECK(decision.held_back_by.empty() == (row.reason != KeepReason::guard));
+  }
+}
+
+TEST_CASE("live objects are read from their JSON", "[prune]") {
+  auto object = json::parse(R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+    "metadata":{"name":"widgets.example.com","uid":"u5","labels":{"a":"b","n":1},"annotations":{"kstate.io/prune":"disabled"}},
+    "spec":{"group":"example.com","names":{"kind":"Widget","plural":"widgets"}}})");
+  REQUIRE(object.ok());
+  const states::LiveObject live = states::live_object_from_json(*object);
+  CHECK(live.state == states::LiveState::found);
+  CHECK(live.uid == "u5");
+  CHECK(live.labels == std::map<std::string, std::string>{{"a", "b"}});
+  CHECK(live.annotations.at("kstate.io/prune") == "disabled");
+  CHECK(live.defines_group == "example.com");
+  CHECK(live.defines_kind == "Widget");
+}
