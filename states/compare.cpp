@@ -1,0 +1,83 @@
+// Subset comparison and configuration hashes for no-op detection.
+#include "states/compare.hpp"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <cmath>
+
+namespace kstate::states {
+namespace {
+
+bool numbers_equal(const json::Value& a, const json::Value& b) {
+  if (a.IsInt64() && b.IsInt64()) {
+    return a.GetInt64() == b.GetInt64();
+  }
+  if (a.IsUint64() && b.IsUint64()) {
+    return a.GetUint64() == b.GetUint64();
+  }
+  return a.GetDouble() == b.GetDouble();
+}
+
+std::string sha256_hex(std::string_view bytes) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(length * 2);
+  for (unsigned int i = 0; i < length; ++i) {
+    out.push_back(hex[digest[i] >> 4]);
+    out.push_back(hex[digest[i] & 0xf]);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_subset(const json::Value& desired, const json::Value& live) {
+  if (desired.IsNumber() && live.IsNumber()) {
+    return numbers_equal(desired, live);
+  }
+  if (desired.GetType() != live.GetType()) {
+    return false;
+  }
+  switch (desired.GetType()) {
+    case rapidjson::kObjectType:
+      for (const auto& member : desired.GetObject()) {
+        auto it = live.FindMember(member.name);
+        if (it == live.MemberEnd() || !is_subset(member.value, it->value)) {
+          return false;
+        }
+      }
+      return true;
+    case rapidjson::kArrayType:
+      if (desired.Size() != live.Size()) {
+        return false;
+      }
+      for (rapidjson::SizeType i = 0; i < desired.Size(); ++i) {
+        if (!is_subset(desired[i], live[i])) {
+          return false;
+        }
+      }
+      return true;
+    default:
+      return desired == live;
+  }
+}
+
+std::string config_hash(const json::Value& object) {
+  json::Document copy = json::copy(object);
+  if (json::Value* metadata = json::find(copy, "metadata")) {
+    if (json::Value* annotations = json::find(*metadata, "annotations"); annotations && annotations->IsObject()) {
+      annotations->RemoveMember(config_hash_annotation);
+    }
+  }
+  return sha256_hex(json::dump(copy));
+}
+
+std::string recorded_config_hash(const json::Value& object) {
+  return std::string(json::string_or(json::find_path(object, {"metadata", "annotations", config_hash_annotation}), ""));
+}
+
+}  // namespace kstate::states

@@ -1,0 +1,52 @@
+// dtl-based unified diff of the normalised, masked YAML of two objects.
+#include "states/diff.hpp"
+
+#include <dtl/dtl.hpp>
+#include <sstream>
+#include <vector>
+
+#include "states/normalize.hpp"
+#include "states/yaml_render.hpp"
+
+namespace kstate::states {
+namespace {
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::istringstream in(text);
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string unified_diff(const std::string& before, const std::string& after, const std::string& before_label,
+                         const std::string& after_label) {
+  if (before == after) {
+    return {};
+  }
+  std::vector<std::string> a = split_lines(before);
+  std::vector<std::string> b = split_lines(after);
+  dtl::Diff<std::string, std::vector<std::string>> diff(a, b);
+  diff.onHuge();
+  diff.compose();
+  diff.composeUnifiedHunks();
+  std::ostringstream out;
+  out << "--- " << before_label << "\n+++ " << after_label << "\n";
+  diff.printUnifiedFormat(out);
+  return out.str();
+}
+
+std::string object_diff(const json::Value& live, const json::Value& desired, const std::string& object_name) {
+  json::Document before = live.IsNull() ? json::Document() : normalize_for_diff(live);
+  json::Document after = desired.IsNull() ? json::Document() : normalize_for_diff(desired);
+  mask_secrets(before, after, before.GetAllocator(), after.GetAllocator());
+  std::string before_text = before.IsNull() ? std::string() : to_yaml(before);
+  std::string after_text = after.IsNull() ? std::string() : to_yaml(after);
+  return unified_diff(before_text, after_text, "live/" + object_name, "desired/" + object_name);
+}
+
+}  // namespace kstate::states

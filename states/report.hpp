@@ -1,0 +1,42 @@
+// Run reports in the three formats of `-o`: text (Salt highstate-like summary,
+// coloured on a terminal), json (Salt's return structure) and junit (one testcase
+// per state, for CI). Reports only ever see masked diffs; they never touch objects.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "states/state_result.hpp"
+
+namespace kstate::states {
+
+struct RunReport {
+  std::vector<StateResult> results;  // in manifest order
+  bool test_mode = false;
+  double total_ms = 0;
+  // Load errors, prune notes and other problems not attached to a state ("file:line: message").
+  std::vector<std::string> errors;
+  int failed_files = 0;
+
+  int succeeded() const;  // result true or pending
+  int failed() const;     // result false
+  int changed() const;    // succeeded with changes (or pending)
+  int pending() const;    // result null (test mode)
+  // DESIGN exit codes: apply 0/2; test 0 nothing would change, 1 changes pending, 2 errors.
+  int exit_code() const;
+};
+
+struct TextOptions {
+  bool color = false;
+  bool show_unchanged = true;  // list states that succeeded without changes
+};
+
+void write_text(std::ostream& out, const RunReport& report, const TextOptions& options = {});
+void write_json(std::ostream& out, const RunReport& report);
+void write_junit(std::ostream& out, const RunReport& report);
+
+// True when `out` is a terminal and NO_COLOR is not set.
+bool want_color(int file_descriptor);
+
+}  // namespace kstate::states

@@ -1,0 +1,89 @@
+// Diffs as users see them in test mode: normalised, masked, kubectl-like YAML.
+#include "states/diff.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "states/normalize.hpp"
+#include "states/yaml_render.hpp"
+
+using namespace kstate;
+
+namespace {
+json::Document parse(const char* text) {
+  auto doc = json::parse(text);
+  REQUIRE(doc.ok());
+  return std::move(doc).value();
+}
+}  // namespace
+
+TEST_CASE("normalize_for_diff drops server-owned fields and status") {
+  auto live = parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n",
+    "uid":"u","resourceVersion":"7","generation":2,"creationTimestamp":"2026-01-01T00:00:00Z",
+    "managedFields":[{"manager":"kstate"}],"labels":{"x":"y"}},"data":{"k":"v"},"status":{"phase":"x"}})");
+  auto n = states::normalize_for_diff(live);
+  CHECK(
+      json::dump(n) ==
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","labels":{"x":"y"}},"data":{"k":"v"}})");
+  auto kept = states::normalize_for_diff(live, {.keep_status = true});
+  CHECK(json::find(kept, "status") != nullptr);
+}
+
+TEST_CASE("to_yaml sorts keys and quotes strings that would read back as other types") {
+  auto doc = parse(R"({"b":{"z":"yes","a":"123","c":"on","d":"plain text","e":"","f":"1.10","g":"0x1F"},
+    "a":[1,2.5,true,null,"~"],"m":"line1\nline2\n","n":{},"o":[]})");
+  std::string yaml = states::to_yaml(doc);
+  CHECK(yaml ==
+        "a:\n  - 1\n  - 2.5\n  - true\n  - ~\n  - \"~\"\n"
+        "b:\n  a: \"123\"\n  c: \"on\"\n  d: plain text\n  e: \"\"\n  f: \"1.10\"\n  g: \"0x1F\"\n  z: \"yes\"\n"
+        "m: |\n  line1\n  line2\n"
+        "\"n\": {}\n"
+        "o: []\n");
+}
+
+TEST_CASE("needs_quotes is true for YAML 1.1 and 1.2 non-strings and indicators") {
+  for (const char* s : {"y", "NO", "True", "off", "null", "~", "", "0777", "1e3", "-.inf", ".NaN", "1_000", "190:20:30",
+                        "- x", "a: b", "#c", "*alias", " lead", "trail "}) {
+    INFO(s);
+    CHECK(states::needs_quotes(s));
+  }
+  for (const char* s : {"nginx:1.25", "hello world", "kube-system", "v1", "a-b_c.d", "http://x/y"}) {
+    INFO(s);
+    CHECK_FALSE(states::needs_quotes(s));
+  }
+}
+
+TEST_CASE("object_diff shows a create, a change and nothing for equal objects") {
+  auto live = parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"},
+    "data":{"k":"old","same":"s"}})");
+  auto desired = parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"6"},
+    "data":{"k":"new","same":"s"}})");
+  std::string diff = states::object_diff(live, desired, "v1.ConfigMap.default.a");
+  CHECK(diff.rfind("--- live/v1.ConfigMap.default.a\n+++ desired/v1.ConfigMap.default.a\n@@", 0) == 0);
+  CHECK(diff.find("-  k: old\n") != std::string::npos);
+  CHECK(diff.find("+  k: new\n") != std::string::npos);
+  CHECK(diff.find("resourceVersion") == std::string::npos);
+  CHECK(states::object_diff(live, live, "x").empty());
+  std::string create = states::object_diff(json::Value(), desired, "x");
+  CHECK(create.find("+kind: ConfigMap\n") != std::string::npos);
+  CHECK(create.find("\n-") == std::string::npos);
+}
+
+TEST_CASE("Secret values and last-applied never appear in a diff") {
+  auto live = parse(R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","annotations":{
+    "kubectl.kubernetes.io/last-applied-configuration":"{\"data\":{\"password\":\"Q0FOQVJZLW9sZA==\"}}"}},
+    "data":{"password":"Q0FOQVJZLW9sZA==","same":"U0FNRS1DQU5BUlk=","gone":"R09ORS1DQU5BUlk="}})");
+  auto desired = parse(R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","annotations":{
+    "kubectl.kubernetes.io/last-applied-configuration":"{\"data\":{\"password\":\"Q0FOQVJZLW5ldw==\"}}"}},
+    "data":{"password":"Q0FOQVJZLW5ldw==","same":"U0FNRS1DQU5BUlk="},"stringData":{"token":"CANARY-plain"}})");
+  std::string diff = states::object_diff(live, desired, "v1.Secret.default.s");
+  for (const char* canary : {"Q0FOQVJZ", "U0FNRS1DQU5BUlk", "R09ORS1DQU5BUlk", "CANARY"}) {
+    INFO(canary);
+    CHECK(diff.find(canary) == std::string::npos);
+  }
+  CHECK(diff.find("-  password: \"*** (before)\"") != std::string::npos);
+  CHECK(diff.find("+  password: \"*** (after)\"") != std::string::npos);
+  CHECK(diff.find("   same: \"***\"") != std::string::npos);
+  CHECK(diff.find("-  gone: \"***\"") != std::string::npos);
+  CHECK(diff.find("+  token: \"***\"") != std::string::npos);
+  CHECK(diff.find("last-applied-configuration: \"*** (before)\"") != std::string::npos);
+}

@@ -1,0 +1,116 @@
+// Reports users and CI read: the highstate-like summary, Salt JSON, JUnit XML, and
+// the exit codes of DESIGN.md.
+#include "states/report.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace kstate;
+
+namespace {
+
+states::StateResult make(const char* id, std::optional<bool> result, const char* comment, const char* diff = nullptr) {
+  states::StateResult r;
+  r.id = id;
+  r.name = std::string("ConfigMap/default/") + id;
+  r.result = result;
+  r.comment = comment;
+  r.duration_ms = 1.5;
+  r.source = {"dir/file.yaml", 3, 1};
+  if (diff != nullptr) {
+    json::set_string(r.changes, "diff", diff, r.changes.GetAllocator());
+  }
+  return r;
+}
+
+states::RunReport sample(bool test_mode) {
+  states::RunReport report;
+  report.test_mode = test_mode;
+  report.total_ms = 1234;
+  report.results.push_back(make("unchanged", true, "already good"));
+  report.results.push_back(make("created", test_mode ? std::nullopt : std::optional<bool>(true), "created",
+                                "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+data: <x> & \"y\"\n"));
+  report.results.push_back(make("broken", false, "Invalid: ConfigMap \"broken\" is invalid"));
+  return report;
+}
+
+}  // namespace
+
+TEST_CASE("exit codes follow DESIGN.md for apply and test") {
+  states::RunReport apply_ok;
+  apply_ok.results.push_back(make("a", true, "created", "diff"));
+  CHECK(apply_ok.exit_code() == 0);
+  states::RunReport test_clean;
+  test_clean.test_mode = true;
+  test_clean.results.push_back(make("a", true, "already good"));
+  CHECK(test_clean.exit_code() == 0);
+  states::RunReport test_pending;
+  test_pending.test_mode = true;
+  test_pending.results.push_back(make("a", true, "already good"));
+  test_pending.results.push_back(make("b", std::nullopt, "would be created", "diff"));
+  CHECK(test_pending.exit_code() == 1);
+  CHECK(sample(true).exit_code() == 2);
+  CHECK(sample(false).exit_code() == 2);
+  states::RunReport load_error;
+  load_error.errors.push_back("f.yaml:1:1: bad");
+  CHECK(load_error.exit_code() == 2);
+}
+
+TEST_CASE("text report lists each state and a Salt-like summary") {
+  std::ostringstream out;
+  states::write_text(out, sample(false));
+  std::string text = out.str();
+  CHECK(text.find("          ID: broken\n    Function: object_present\n") != std::string::npos);
+  CHECK(text.find("      Result: False\n     Comment: Invalid: ConfigMap \"broken\" is invalid\n") !=
+        std::string::npos);
+  CHECK(text.find("      Source: dir/file.yaml:3:1\n") != std::string::npos);
+  CHECK(text.find("              +data: <x> & \"y\"\n") != std::string::npos);
+  CHECK(text.find("Succeeded: 2 (changed=1)\nFailed: 1\n") != std::string::npos);
+  CHECK(text.find("Total run time: 1.234 s\n") != std::string::npos);
+  CHECK(text.find('\033') == std::string::npos);  // no colour unless asked
+  std::ostringstream coloured;
+  states::write_text(coloured, sample(true), {.color = true});
+  CHECK(coloured.str().find("\033[0;33m") != std::string::npos);  // pending in yellow
+  CHECK(coloured.str().find("Pending: 1") != std::string::npos);
+}
+
+TEST_CASE("json report is Salt's return structure and parses") {
+  std::ostringstream out;
+  states::write_json(out, sample(true));
+  auto doc = json::parse(out.str());
+  REQUIRE(doc.ok());
+  const json::Value* entry =
+      json::find_path(*doc, {"local", "kstate_|-created_|-ConfigMap/default/created_|-object_present"});
+  REQUIRE(entry != nullptr);
+  CHECK(json::find(*entry, "result")->IsNull());
+  CHECK(json::string_or(json::find(*entry, "__id__"), "") == "created");
+  CHECK(json::find(*entry, "__run_num__")->GetInt() == 1);
+  CHECK(json::string_or(json::find(*entry, "source"), "") == "dir/file.yaml:3:1");
+  CHECK(json::find_path(*doc, {"summary", "failed"})->GetInt() == 1);
+  CHECK(json::find_path(*doc, {"summary", "pending"})->GetInt() == 1);
+}
+
+TEST_CASE("junit report is well-formed XML with failures and pending changes visible") {
+  std::ostringstream out;
+  states::write_junit(out, sample(true));
+  std::string xml = out.str();
+  CHECK(xml.find("<failure message=\"Invalid: ConfigMap &quot;broken&quot; is invalid\"") != std::string::npos);
+  CHECK(xml.find("<skipped message=\"change pending: created\"/>") != std::string::npos);
+  CHECK(xml.find("+data: &lt;x&gt; &amp; &quot;y&quot;") != std::string::npos);
+  if (std::system("python3 -c 'import xml' >/dev/null 2>&1") != 0) {
+    WARN("python3 not available: XML parser check skipped");
+    return;
+  }
+  auto path = std::filesystem::temp_directory_path() / ("kstate-junit-" + std::to_string(::getpid()) + ".xml");
+  std::ofstream(path) << xml;
+  std::string command =
+      "python3 -c 'import sys,xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot(); "
+      "s=r.find(\"testsuite\"); sys.exit(0 if len(s.findall(\"testcase\"))==3 and "
+      "s.get(\"failures\")==\"1\" and s.get(\"skipped\")==\"1\" else 1)' " +
+      path.string();
+  CHECK(std::system(command.c_str()) == 0);
+  std::filesystem::remove(path);
+}
