@@ -1,0 +1,875 @@
+// The states engine (see engine.hpp): prefetch of live objects per (resource,
+// namespace), a dependency-ordered worker pool on one io_context, and the three
+// state functions with their strategies, each in real or test (dryRun=All) mode.
+#include "states/engine.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "states/compare.hpp"
+#include "states/diff.hpp"
+#include "states/ordering.hpp"
+
+namespace kstate::states {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using manifests::Function;
+using manifests::State;
+using manifests::Strategy;
+
+// Label that finds the object a generateName state created in an earlier run.
+constexpr const char* state_id_label = "kstate.io/state-id";
+constexpr int replace_conflict_retries = 5;
+
+std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
+  return std::string(json::string_or(json::find_path(object, path), ""));
+}
+
+std::string resource_version(const json::Value& object) {
+  return string_at(object, {"metadata", "resourceVersion"});
+}
+
+bool is_immutable_field_error(const Error& error) {
+  if (error.kind != ErrorKind::invalid) {
+    return false;
+  }
+  if (error.message.find("immutable") != std::string::npos) {
+    return true;
+  }
+  for (const auto& cause : error.causes) {
+    if (cause.message.find("immutable") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string immutable_fields(const Error& error) {
+  std::string fields;
+  for (const auto& cause : error.causes) {
+    if (cause.message.find("immutable") != std::string::npos && !cause.field.empty()) {
+      fields += (fields.empty() ? "" : ", ") + cause.field;
+    }
+  }
+  return fields.empty() ? "a field" : fields;
+}
+
+// "apps.v1.Deployment.ns.name", the label kubectl diff gives the compared files.
+std::string diff_label(const ObjectRef& ref) {
+  std::string label = ref.gvk.group.empty() ? "" : ref.gvk.group + ".";
+  label += ref.gvk.version + "." + ref.gvk.kind + ".";
+  if (!ref.ns.empty()) {
+    label += ref.ns + ".";
+  }
+  return label + ref.name;
+}
+
+std::string short_hash(std::string_view text) {
+  return config_hash(json::Value(text.data(), text.size())).substr(0, 40);
+}
+
+bool is_crd(const GroupVersionKind& gvk) {
+  return gvk.group == "apiextensions.k8s.io" && gvk.kind == "CustomResourceDefinition";
+}
+
+bool condition_true(const json::Value& object, std::string_view type) {
+  const json::Value* conditions = json::find_path(object, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->IsArray()) {
+    return false;
+  }
+  for (const auto& condition : conditions->GetArray()) {
+    if (json::string_or(json::find(condition, "type"), "") == type) {
+      return json::string_or(json::find(condition, "status"), "") == "True";
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string ObjectRef::display() const {
+  return gvk.kind + "/" + (ns.empty() ? "" : ns + "/") + name;
+}
+
+// Per-run state of the engine.
+struct Engine::Impl {
+  struct Slot {
+    std::optional<ApiResource> resource;
+    std::optional<Error> resolve_error;
+    ObjectRef ref;
+    StateResult result;
+    bool failed = false;
+    bool done = false;
+  };
+  // Live objects of one (resource, namespace) pair, read once.
+  struct LiveSet {
+    bool fetched = false;
+    std::map<std::string, json::Document> objects;
+  };
+
+  DynamicClient& client;
+  KindResolver& resolver;
+  const EngineOptions& options;
+  std::vector<State>& states;
+  std::vector<Slot> slots;
+  std::map<std::string, LiveSet> live_sets;
+  // Test mode: Namespaces and CRD kinds that would only be created by this run.
+  std::set<std::string> pending_namespaces;
+  std::map<std::string, std::string> pending_crd_kinds;  // "group/Kind" -> CRD name
+  bool crd_established_since_refresh = false;
+
+  Impl(DynamicClient& c, KindResolver& r, const EngineOptions& o, std::vector<State>& s)
+      : client(c), resolver(r), options(o), states(s), slots(s.size()) {}
+
+  static std::string live_key(const ApiResource& resource, const std::string& ns) {
+    return resource.group + "/" + resource.version + "/" + resource.plural + "|" + ns;
+  }
+
+  asio::awaitable<void> sleep_for(std::chrono::milliseconds duration) {
+    if (options.sleep) {
+      co_await options.sleep(duration);
+      co_return;
+    }
+    asio::steady_timer timer(co_await asio::this_coro::executor, duration);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+
+  WriteOptions write_options(bool apply) const {
+    WriteOptions write;
+    write.dry_run = options.test_mode;
+    write.field_manager = options.field_manager;
+    write.field_validation = "Strict";
+    if (apply) {
+      write.force = true;
+    }
+    return write;
+  }
+
+  // --- resolution -----------------------------------------------------------
+
+  asio::awaitable<void> resolve(std::size_t index) {
+    Slot& slot = slots[index];
+    const json::Value& object = states[index].object;
+    slot.ref.gvk = make_gvk(json::string_or(json::find(object, "apiVersion"), ""),
+                            json::string_or(json::find(object, "kind"), ""));
+    slot.ref.name = string_at(object, {"metadata", "name"});
+    auto resource = co_await resolver.resolve(slot.ref.gvk);
+    if (!resource.ok() && resource.error().kind == ErrorKind::not_found && crd_established_since_refresh) {
+      crd_established_since_refresh = false;
+      (void)co_await resolver.refresh();
+      resource = co_await resolver.resolve(slot.ref.gvk);
+    }
+    if (!resource.ok()) {
+      slot.resolve_error = resource.error();
+      co_return;
+    }
+    slot.resource = *resource;
+    slot.resolve_error.reset();
+    if (resource->namespaced) {
+      std::string ns = string_at(object, {"metadata", "namespace"});
+      slot.ref.ns = ns.empty() ? options.default_namespace : ns;
+    } else {
+      slot.ref.ns.clear();
+    }
+  }
+
+  // --- live objects -----------------------------------------------------------
+
+  // Reads the live objects of every (resource, namespace) pair the states touch:
+  // one GET when the pair holds a single named object, else one LIST.
+  asio::awaitable<void> prefetch() {
+    std::map<std::string, std::vector<std::size_t>> pairs;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i].resource && !slots[i].ref.name.empty()) {
+        pairs[live_key(*slots[i].resource, slots[i].ref.ns)].push_back(i);
+      }
+    }
+    std::vector<std::pair<std::string, std::vector<std::size_t>>> work(pairs.begin(), pairs.end());
+    co_await for_each_bounded(work.size(), [&](std::size_t w) -> asio::awaitable<void> {
+      const auto& [key, members] = work[w];
+      const Slot& first = slots[members.front()];
+      LiveSet set;
+      if (members.size() == 1) {
+        auto got = co_await client.get(*first.resource, first.ref.ns, first.ref.name);
+        if (got.ok()) {
+          set.objects.emplace(first.ref.name, std::move(got).value());
+          set.fetched = true;
+        } else if (got.error().kind == ErrorKind::not_found) {
+          set.fetched = true;
+        }
+      } else {
+        auto listed = co_await client.list(*first.resource, first.ref.ns);
+        if (listed.ok()) {
+          if (const json::Value* items = json::find(*listed, "items"); items != nullptr && items->IsArray()) {
+            for (auto& item : items->GetArray()) {
+              set.objects.emplace(string_at(item, {"metadata", "name"}), json::copy(item));
+            }
+          }
+          set.fetched = true;
+        }
+      }
+      // A failed read is not fatal: the state reads its object itself and reports.
+      if (set.fetched) {
+        live_sets[key] = std::move(set);
+      }
+    });
+  }
+
+  // The live object of a state: from the prefetched set, else one GET. Null document
+  // when it does not exist.
+  asio::awaitable<Result<json::Document>> live_object(std::size_t index, bool fresh = false) {
+    Slot& slot = slots[index];
+    if (!fresh) {
+      auto it = live_sets.find(live_key(*slot.resource, slot.ref.ns));
+      if (it != live_sets.end() && it->second.fetched) {
+        auto object = it->second.objects.find(slot.ref.name);
+        co_return object == it->second.objects.end() ? json::Document() : json::copy(object->second);
+      }
+    }
+    auto got = co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name);
+    if (!got.ok() && got.error().kind == ErrorKind::not_found) {
+      co_return json::Document();
+    }
+    co_return got;
+  }
+
+  void remember_live(std::size_t index, const json::Value& object) {
+    Slot& slot = slots[index];
+    auto& set = live_sets[live_key(*slot.resource, slot.ref.ns)];
+    set.objects[slot.ref.name] = json::copy(object);
+  }
+
+  // --- bounded parallelism ----------------------------------------------------
+
+  // Runs task(0..count-1) with at most options.concurrency in flight.
+  asio::awaitable<void> for_each_bounded(std::size_t count,
+                                         const std::function<asio::awaitable<void>(std::size_t)>& task) {
+    auto executor = co_await asio::this_coro::executor;
+    std::size_t next = 0;
+    std::size_t running = 0;
+    asio::steady_timer all_done(executor, asio::steady_timer::time_point::max());
+    std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
+    for (std::size_t w = 0; w < workers; ++w) {
+      ++running;
+      asio::co_spawn(
+          executor,
+          [&]() -> asio::awaitable<void> {
+            while (next < count) {
+              co_await task(next++);
+            }
+          },
+          [&](std::exception_ptr) {
+            if (--running == 0) {
+              all_done.cancel();
+            }
+          });
+    }
+    if (running > 0) {
+      boost::system::error_code ignored;
+      co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+
+  // What the ordering planner needs to know about each state.
+  std::vector<PlanItem> plan_items() const {
+    std::vector<PlanItem> items(states.size());
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      const State& state = states[i];
+      const Slot& slot = slots[i];
+      PlanItem& item = items[i];
+      item.id = state.id;
+      item.function = state.function;
+      item.group = slot.ref.gvk.group;
+      item.kind = slot.ref.gvk.kind;
+      item.ns = slot.resource ? slot.ref.ns : string_at(state.object, {"metadata", "namespace"});
+      item.name = slot.ref.name;
+      item.require = state.require;
+      item.parent_id = state.parent_id;
+      if (is_crd(slot.ref.gvk)) {
+        item.defines_group = string_at(state.object, {"spec", "group"});
+        item.defines_kind = string_at(state.object, {"spec", "names", "kind"});
+      }
+    }
+    return items;
+  }
+
+  // Walks the plan: a node starts once every node it waits for is done, at most
+  // options.concurrency states at a time; barrier nodes complete at once.
+  asio::awaitable<void> run_plan(const Plan& plan) {
+    auto executor = co_await asio::this_coro::executor;
+    std::size_t count = plan.nodes.size();
+    std::vector<std::size_t> waiting_on(count, 0);
+    std::deque<std::size_t> ready;
+    for (std::size_t node = 0; node < count; ++node) {
+      waiting_on[node] = plan.nodes[node].requires_nodes.size() + plan.nodes[node].after_nodes.size();
+      if (waiting_on[node] == 0) {
+        ready.push_back(node);
+      }
+    }
+    std::size_t finished = 0;
+    std::size_t running = 0;
+    // Expires never; cancel() wakes every idle worker (its expiry is never reset, so
+    // waiting workers do not cancel each other).
+    asio::steady_timer wakeup(executor, asio::steady_timer::time_point::max());
+    asio::steady_timer all_done(executor, asio::steady_timer::time_point::max());
+    auto complete = [&](std::size_t node) {
+      ++finished;
+      for (std::size_t dependent : plan.dependents[node]) {
+        if (--waiting_on[dependent] == 0) {
+          ready.push_back(dependent);
+        }
+      }
+      wakeup.cancel();
+    };
+    std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
+    for (std::size_t w = 0; w < workers; ++w) {
+      ++running;
+      asio::co_spawn(
+          executor,
+          [&]() -> asio::awaitable<void> {
+            while (finished < count) {
+              if (ready.empty()) {
+                boost::system::error_code ignored;
+                co_await wakeup.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+                continue;
+              }
+              std::size_t node = ready.front();
+              ready.pop_front();
+              if (node < plan.item_count) {
+                co_await execute(node, plan.nodes[node].requires_nodes);
+              }
+              complete(node);
+            }
+          },
+          [&](std::exception_ptr failure) {
+            if (failure) {
+              spdlog::error("internal error in the states engine");
+            }
+            if (--running == 0) {
+              all_done.cancel();
+            }
+          });
+    }
+    if (running > 0) {
+      boost::system::error_code ignored;
+      co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (!slots[i].done) {
+        start_result(i);
+        fail(i, "not run: its dependencies never completed");
+      }
+    }
+  }
+
+  // --- results ------------------------------------------------------------------
+
+  void fail(std::size_t index, std::string comment) {
+    Slot& slot = slots[index];
+    slot.failed = true;
+    slot.done = true;
+    slot.result.result = false;
+    slot.result.comment = std::move(comment);
+    spdlog::warn("failed {} ({}): {}", slot.result.name, slot.result.source.to_string(),
+                 slot.result.comment.substr(0, slot.result.comment.find('\n')));
+  }
+
+  void succeed(std::size_t index, std::string comment) {
+    Slot& slot = slots[index];
+    slot.done = true;
+    slot.result.result = true;
+    slot.result.comment = std::move(comment);
+  }
+
+  // A change made (real mode) or pending (test mode), with its diff.
+  void changed(std::size_t index, const std::string& verb, const std::string& diff) {
+    Slot& slot = slots[index];
+    slot.done = true;
+    auto& allocator = slot.result.changes.GetAllocator();
+    if (!diff.empty()) {
+      json::set_string(slot.result.changes, "diff", diff, allocator);
+    }
+    if (options.test_mode) {
+      slot.result.result = std::nullopt;
+      slot.result.comment = slot.result.comment.empty() ? "would be " + verb : slot.result.comment;
+    } else {
+      slot.result.result = true;
+      slot.result.comment = verb;
+      spdlog::info("{} {} ({})", verb, slot.result.name, slot.result.source.to_string());
+    }
+    if (verb == "deleted") {
+      json::set_string(slot.result.changes, "deleted", slot.result.name, allocator);
+    }
+  }
+
+  // --- state functions --------------------------------------------------------
+
+  void start_result(std::size_t index) {
+    Slot& slot = slots[index];
+    const State& state = states[index];
+    slot.result.id = state.id;
+    slot.result.function = state.function;
+    slot.result.source = state.source;
+    slot.result.name =
+        slot.resource ? slot.ref.display() : slot.ref.gvk.kind + "/" + string_at(state.object, {"metadata", "name"});
+  }
+
+  asio::awaitable<void> execute(std::size_t index, const std::vector<std::size_t>& requisites) {
+    auto started = Clock::now();
+    Slot& slot = slots[index];
+    start_result(index);
+    for (std::size_t d : requisites) {
+      if (d < slots.size() && slots[d].failed) {
+        fail(index, "One or more requisite failed: " + states[d].id);
+        co_return;
+      }
+    }
+    if (!slot.resource) {
+      co_await resolve(index);
+      start_result(index);
+    }
+    try {
+      co_await dispatch(index);
+    } catch (const std::exception& e) {
+      fail(index, std::string("internal error: ") + e.what());
+    }
+    slot.result.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  }
+
+  asio::awaitable<void> dispatch(std::size_t index) {
+    Slot& slot = slots[index];
+    State& state = states[index];
+    if (!slot.resource) {
+      auto crd = pending_crd_kinds.find(slot.ref.gvk.group + "/" + slot.ref.gvk.kind);
+      if (options.test_mode && crd != pending_crd_kinds.end() && state.function != Function::object_absent) {
+        json::Document desired = json::copy(state.object);
+        changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
+        slot.result.comment = "would be created; server validation skipped because CustomResourceDefinition " +
+                              crd->second + " does not exist yet";
+        co_return;
+      }
+      if (state.function == Function::object_absent && slot.resolve_error->kind == ErrorKind::not_found) {
+        succeed(index, "already absent (the server has no kind " + slot.ref.gvk.qualified_kind() + ")");
+        co_return;
+      }
+      fail(index, slot.resolve_error->describe());
+      co_return;
+    }
+    if (options.test_mode && !slot.ref.ns.empty() && pending_namespaces.count(slot.ref.ns) > 0) {
+      co_await pending_namespace(index);
+      co_return;
+    }
+    switch (state.function) {
+      case Function::object_present:
+        co_await present(index);
+        break;
+      case Function::object_updated:
+        co_await updated(index);
+        break;
+      case Function::object_absent:
+        co_await absent(index);
+        break;
+    }
+  }
+
+  // Test mode: the namespace of this object is itself only created by this run, so
+  // the server cannot validate the object yet.
+  asio::awaitable<void> pending_namespace(std::size_t index) {
+    Slot& slot = slots[index];
+    State& state = states[index];
+    std::string why = "server validation skipped because namespace " + slot.ref.ns + " does not exist yet";
+    if (state.function == Function::object_absent) {
+      succeed(index, "already absent (namespace " + slot.ref.ns + " does not exist yet)");
+    } else if (state.function == Function::object_updated) {
+      fail(index, slot.ref.display() + " does not exist (namespace " + slot.ref.ns + " does not exist yet)");
+    } else {
+      json::Document desired = desired_object(index);
+      changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
+      slot.result.comment = "would be created; " + why;
+    }
+    co_return;
+  }
+
+  // The object to send: the manifest with its namespace set, kstate's ownership
+  // labels and the configuration hash annotation.
+  json::Document desired_object(std::size_t index, bool with_ownership = true) {
+    Slot& slot = slots[index];
+    json::Document desired = json::copy(states[index].object);
+    auto& allocator = desired.GetAllocator();
+    auto& metadata = json::ensure_object(desired, "metadata", allocator);
+    if (!slot.ref.ns.empty()) {
+      json::set_string(metadata, "namespace", slot.ref.ns, allocator);
+    } else {
+      metadata.RemoveMember("namespace");
+    }
+    if (!slot.ref.name.empty()) {
+      json::set_string(metadata, "name", slot.ref.name, allocator);
+    }
+    if (with_ownership) {
+      auto& labels = json::ensure_object(metadata, "labels", allocator);
+      for (const auto& [key, value] : options.ownership_labels) {
+        json::set_string(labels, key, value, allocator);
+      }
+      if (!string_at(states[index].object, {"metadata", "generateName"}).empty()) {
+        json::set_string(labels, state_id_label, short_hash(states[index].id), allocator);
+      }
+      std::string hash = config_hash(desired);
+      json::set_string(json::ensure_object(metadata, "annotations", allocator), config_hash_annotation, hash,
+                       allocator);
+    }
+    return desired;
+  }
+
+  // generateName objects: find the one an earlier run created (by the state-ID
+  // label) so that it is never created twice.
+  asio::awaitable<Status> find_generated(std::size_t index) {
+    Slot& slot = slots[index];
+    ListOptions list;
+    list.label_selector = std::string(state_id_label) + "=" + short_hash(states[index].id);
+    auto listed = co_await client.list(*slot.resource, slot.ref.ns, list);
+    if (!listed.ok()) {
+      co_return listed.error();
+    }
+    const json::Value* items = json::find(*listed, "items");
+    if (items != nullptr && items->IsArray() && !items->Empty()) {
+      slot.ref.name = string_at((*items)[0], {"metadata", "name"});
+      slot.result.name = slot.ref.display();
+      remember_live(index, (*items)[0]);
+    }
+    co_return ok_status();
+  }
+
+  asio::awaitable<void> present(std::size_t index) {
+    Slot& slot = slots[index];
+    State& state = states[index];
+    if (slot.ref.name.empty()) {
+      if (auto found = co_await find_generated(index); !found.ok()) {
+        fail(index, found.error().describe());
+        co_return;
+      }
+    }
+    json::Document live;
+    if (!slot.ref.name.empty()) {
+      auto got = co_await live_object(index);
+      if (!got.ok()) {
+        fail(index, got.error().describe());
+        co_return;
+      }
+      live = std::move(got).value();
+    }
+    json::Document desired = desired_object(index);
+    if (!live.IsNull() && state.strategy == Strategy::create_only) {
+      succeed(index, "already exists (create-only: never updated)");
+      co_return;
+    }
+    if (!live.IsNull() && recorded_config_hash(live) == recorded_config_hash(desired) && is_subset(desired, live)) {
+      succeed(index, "already good");
+      co_await after_present(index, live);
+      co_return;
+    }
+    Result<json::Document> written = Error(ErrorKind::internal, "not sent");
+    if (live.IsNull() && (slot.ref.name.empty() || state.strategy != Strategy::apply)) {
+      written = co_await client.create(*slot.resource, slot.ref.ns, desired, write_options(false));
+    } else if (state.strategy == Strategy::replace) {
+      written = co_await replace(index, desired, std::move(live));
+      auto refreshed = co_await live_object(index);
+      live = refreshed.ok() ? std::move(refreshed).value() : json::Document();
+    } else {
+      written = co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, PatchType::apply, json::dump(desired),
+                                      write_options(true));
+    }
+    if (!written.ok() && is_immutable_field_error(written.error())) {
+      co_await immutable(index, written.error(), live);
+      co_return;
+    }
+    if (!written.ok()) {
+      fail(index, written.error().describe());
+      co_return;
+    }
+    co_await report_write(index, live, *written);
+  }
+
+  // Records the outcome of a write: created / updated with its diff, or already good
+  // when the server changed nothing kstate shows.
+  asio::awaitable<void> report_write(std::size_t index, const json::Value& live, const json::Value& written) {
+    Slot& slot = slots[index];
+    if (slot.ref.name.empty()) {
+      slot.ref.name = string_at(written, {"metadata", "name"});
+      slot.result.name = slot.ref.display();
+    }
+    std::string diff = object_diff(live, written, diff_label(slot.ref));
+    if (!live.IsNull() && diff.empty()) {
+      succeed(index, "already good");
+    } else {
+      changed(index, live.IsNull() ? "created" : "updated", diff);
+    }
+    if (!options.test_mode) {
+      remember_live(index, written);
+    }
+    co_await after_present(index, written);
+  }
+
+  // GET + PUT with the live resourceVersion, keeping server-allocated fields; on 409
+  // re-read and retry (MetalK8s' replace behaviour).
+  asio::awaitable<Result<json::Document>> replace(std::size_t index, json::Document& desired, json::Document live) {
+    Slot& slot = slots[index];
+    for (int attempt = 0;; ++attempt) {
+      json::Document body = json::copy(desired);
+      auto& allocator = body.GetAllocator();
+      auto& metadata = json::ensure_object(body, "metadata", allocator);
+      json::set_string(metadata, "resourceVersion", resource_version(live), allocator);
+      keep_allocated_fields(body, live);
+      auto written = co_await client.replace(*slot.resource, slot.ref.ns, slot.ref.name, body, write_options(false));
+      if (written.ok() || written.error().kind != ErrorKind::conflict || attempt + 1 >= replace_conflict_retries) {
+        co_return written;
+      }
+      auto fresh = co_await live_object(index, true);
+      if (!fresh.ok()) {
+        co_return fresh.error();
+      }
+      if (fresh->IsNull()) {
+        co_return co_await client.create(*slot.resource, slot.ref.ns, desired, write_options(false));
+      }
+      live = std::move(fresh).value();
+    }
+  }
+
+  // Service clusterIP(s) (and similar allocated values) are kept from the live object
+  // when the manifest does not set them, so replace does not hit "field is immutable".
+  static void keep_allocated_fields(json::Document& body, const json::Value& live) {
+    if (json::string_or(json::find(body, "kind"), "") != "Service") {
+      return;
+    }
+    const json::Value* live_spec = json::find(live, "spec");
+    if (live_spec == nullptr) {
+      return;
+    }
+    auto& spec = json::ensure_object(body, "spec", body.GetAllocator());
+    for (const char* field : {"clusterIP", "clusterIPs", "healthCheckNodePort", "ipFamilies"}) {
+      if (json::find(spec, field) == nullptr) {
+        if (const json::Value* value = json::find(*live_spec, field)) {
+          json::Value copy;
+          copy.CopyFrom(*value, body.GetAllocator());
+          json::set(spec, field, std::move(copy), body.GetAllocator());
+        }
+      }
+    }
+  }
+
+  // The server refused a change to an immutable field: delete and re-create when the
+  // state allows it, else say which field and how to opt in.
+  asio::awaitable<void> immutable(std::size_t index, const Error& error, const json::Value& live) {
+    Slot& slot = slots[index];
+    State& state = states[index];
+    std::string fields = immutable_fields(error);
+    if (!state.recreate) {
+      fail(index, error.describe() + "\n" + fields +
+                      " cannot be changed in place; set `recreate: true` on the state (or the annotation "
+                      "kstate.io/recreate: \"true\") to delete and re-create the object");
+      co_return;
+    }
+    if (options.test_mode) {
+      json::Document desired = desired_object(index);
+      changed(index, "re-created", object_diff(live, desired, diff_label(slot.ref)));
+      slot.result.comment = "would be deleted and re-created (" + fields + " is immutable)";
+      co_return;
+    }
+    DeleteOptions remove;
+    remove.propagation_policy = "Foreground";
+    auto removed = co_await client.remove(*slot.resource, slot.ref.ns, slot.ref.name, remove);
+    if (!removed.ok() && removed.error().kind != ErrorKind::not_found) {
+      fail(index, "re-create: delete failed: " + removed.error().describe());
+      co_return;
+    }
+    if (auto gone = co_await wait_gone(index, manifests::Wait{true, 0, 0, 0}); !gone.ok()) {
+      fail(index, "re-create: " + gone.error().message);
+      co_return;
+    }
+    json::Document desired = desired_object(index);
+    auto created = co_await client.create(*slot.resource, slot.ref.ns, desired, write_options(false));
+    if (!created.ok()) {
+      fail(index, "re-create: create failed: " + created.error().describe());
+      co_return;
+    }
+    changed(index, "re-created", object_diff(live, *created, diff_label(slot.ref)));
+    slot.result.comment = "re-created (" + fields + " is immutable)";
+    remember_live(index, *created);
+  }
+
+  // After an object_present: CRDs must be Established before their CRs run.
+  asio::awaitable<void> after_present(std::size_t index, const json::Value& object) {
+    Slot& slot = slots[index];
+    if (options.test_mode) {
+      if (slot.result.comment.rfind("would be created", 0) == 0) {
+        if (slot.ref.gvk.kind == "Namespace" && slot.ref.gvk.group.empty()) {
+          pending_namespaces.insert(slot.ref.name);
+        }
+        if (is_crd(slot.ref.gvk)) {
+          pending_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
+              slot.ref.name;
+        }
+      }
+      co_return;
+    }
+    if (is_crd(slot.ref.gvk) || states[index].wait.enabled) {
+      co_await wait_ready(index, object);
+    }
+  }
+
+  asio::awaitable<void> wait_ready(std::size_t index, const json::Value& written) {
+    Slot& slot = slots[index];
+    if (!is_crd(slot.ref.gvk)) {
+      co_return;  // readiness of other kinds: see states/readiness
+    }
+    if (condition_true(written, "Established")) {
+      crd_established_since_refresh = true;
+      co_return;
+    }
+    auto deadline = Clock::now() + options.default_wait_timeout;
+    std::chrono::milliseconds delay{50};
+    while (Clock::now() < deadline) {
+      co_await sleep_for(delay);
+      delay = std::min(delay * 2, std::chrono::milliseconds(1000));
+      auto got = co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name);
+      if (got.ok() && condition_true(*got, "Established")) {
+        crd_established_since_refresh = true;
+        co_return;
+      }
+    }
+    fail(index, "timed out waiting for CustomResourceDefinition " + slot.ref.name + " to be Established");
+  }
+
+  asio::awaitable<void> updated(std::size_t index) {
+    Slot& slot = slots[index];
+    auto got = co_await live_object(index);
+    if (!got.ok()) {
+      fail(index, got.error().describe());
+      co_return;
+    }
+    json::Document live = std::move(got).value();
+    if (live.IsNull()) {
+      fail(index, slot.ref.display() + " does not exist");
+      co_return;
+    }
+    json::Document desired = desired_object(index, false);
+    if (is_subset(desired, live)) {
+      succeed(index, "already good");
+      co_return;
+    }
+    auto written = co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, PatchType::merge,
+                                         json::dump(desired), write_options(false));
+    if (!written.ok()) {
+      fail(index, written.error().describe());
+      co_return;
+    }
+    std::string diff = object_diff(live, *written, diff_label(slot.ref));
+    if (diff.empty()) {
+      succeed(index, "already good");
+    } else {
+      changed(index, "updated", diff);
+    }
+  }
+
+  asio::awaitable<void> absent(std::size_t index) {
+    Slot& slot = slots[index];
+    State& state = states[index];
+    auto got = co_await live_object(index);
+    if (!got.ok()) {
+      fail(index, got.error().describe());
+      co_return;
+    }
+    if (got->IsNull()) {
+      succeed(index, "already absent");
+      co_return;
+    }
+    DeleteOptions remove;
+    remove.dry_run = options.test_mode;
+    remove.propagation_policy = state.propagation;
+    auto removed = co_await client.remove(*slot.resource, slot.ref.ns, slot.ref.name, remove);
+    if (!removed.ok()) {
+      if (removed.error().kind == ErrorKind::not_found) {
+        succeed(index, "already absent");
+      } else {
+        fail(index, removed.error().describe());
+      }
+      co_return;
+    }
+    if (!options.test_mode && state.wait.enabled) {
+      if (auto gone = co_await wait_gone(index, state.wait); !gone.ok()) {
+        fail(index, gone.error().message);
+        co_return;
+      }
+    }
+    changed(index, "deleted", object_diff(*got, json::Value(), diff_label(slot.ref)));
+  }
+
+  // MetalK8s' wait: poll until the object is gone, `attempts` times `sleep` apart, or
+  // until `timeout`.
+  asio::awaitable<Status> wait_gone(std::size_t index, const manifests::Wait& wait) {
+    Slot& slot = slots[index];
+    auto sleep = std::chrono::milliseconds(
+        static_cast<std::int64_t>((wait.sleep_seconds > 0 ? wait.sleep_seconds : 0.2) * 1000));
+    auto timeout = wait.timeout_seconds > 0
+                       ? std::chrono::milliseconds(static_cast<std::int64_t>(wait.timeout_seconds * 1000))
+                       : options.default_wait_timeout;
+    auto deadline = Clock::now() + timeout;
+    for (int attempt = 0;; ++attempt) {
+      auto got = co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name);
+      if (!got.ok() && got.error().kind == ErrorKind::not_found) {
+        co_return ok_status();
+      }
+      bool out_of_attempts = wait.attempts > 0 && attempt + 1 >= wait.attempts;
+      if (out_of_attempts || Clock::now() + sleep > deadline) {
+        co_return Error(ErrorKind::timeout, slot.ref.display() + " still exists after waiting (" +
+                                                (out_of_attempts ? std::to_string(wait.attempts) + " attempts"
+                                                                 : std::to_string(timeout.count()) + " ms") +
+                                                ")");
+      }
+      co_await sleep_for(sleep);
+    }
+  }
+};
+
+Engine::Engine(DynamicClient& client, KindResolver& resolver, EngineOptions options)
+    : client_(client), resolver_(resolver), options_(std::move(options)) {}
+
+asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
+  auto started = Clock::now();
+  Impl impl(client_, resolver_, options_, states);
+  // Resolve every kind up front (discovery is cached) so live objects can be read
+  // in one request per (resource, namespace); kinds of CRDs created by this run
+  // resolve later, when their state runs.
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    co_await impl.resolve(i);
+  }
+  RunReport report;
+  report.test_mode = options_.test_mode;
+  auto plan = plan_order(impl.plan_items());
+  if (!plan.ok()) {
+    report.errors.push_back("ordering: " + plan.error().message);
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      impl.start_result(i);
+      impl.fail(i, "not run: " + plan.error().message);
+    }
+  } else {
+    co_await impl.prefetch();
+    co_await impl.run_plan(*plan);
+  }
+  for (auto& slot : impl.slots) {
+    report.results.push_back(std::move(slot.result));
+  }
+  report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  co_return report;
+}
+
+}  // namespace kstate::states
