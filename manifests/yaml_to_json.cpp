@@ -674,6 +674,10 @@ std::string format_float_key(double value) {
   if (std::isinf(value)) {
     return value > 0 ? ".inf" : "-.inf";
   }
+  // Go narrows to float32 first; beyond its range that is +-Inf, printed as .inf.
+  if (std::fabs(value) > static_cast<double>(std::numeric_limits<float>::max())) {
+    return value > 0 ? ".inf" : "-.inf";
+  }
   auto narrowed = static_cast<float>(value);
   std::array<char, 64> buffer{};
   auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), narrowed, std::chars_format::scientific);
@@ -686,6 +690,9 @@ std::string format_float_key(double value) {
     scientific.remove_prefix(1);
   }
   std::size_t e = scientific.find('e');
+  if (e == std::string_view::npos || e + 1 >= scientific.size()) {
+    return std::to_string(value);
+  }
   std::string digits;
   for (char c : scientific.substr(0, e)) {
     if (c != '.') {

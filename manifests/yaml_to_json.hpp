@@ -24,6 +24,9 @@
 //    lenient path silently keeps the last one, which hides mistakes).
 // Limits (document size, nesting depth, alias expansion) stop hostile or broken input
 // ("billion laughs") with a clear error instead of exhausting memory.
+//
+// Parsing uses libyaml, the C parser go-yaml v2 is a port of, so what is a syntax error
+// (and where) is what kubectl reports. Positions are 1-based line and column.
 #pragma once
 
 #include <cstddef>

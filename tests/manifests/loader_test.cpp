@@ -557,3 +557,61 @@ TEST_CASE("Performance: 10,000 objects load well under a second", "[loader][perf
                                 << " objects/s");
   CHECK(seconds < 1.0);  // about 0.3 s in a RelWithDebInfo build
 }
+
+TEST_CASE("Argument forms and their errors: wait, propagation, both manifest and source, List items",
+          "[loader][states]") {
+  LoadResult result = load_text(R"(plain-wait:
+  object_absent:
+    apiVersion: v1
+    kind: Namespace
+    name: gone
+    wait: true
+timeout-seconds:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: t}}
+    wait: {timeout: 30, sleep: 500ms}
+bad-wait:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: w}}
+    wait: {atempts: 3}
+bad-propagation:
+  object_absent:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: p}}
+    propagation: foreground
+both:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: b}}
+    source: other.yaml
+---
+apiVersion: v1
+kind: List
+items:
+- just a string
+---
+kind: ConfigMap
+metadata: {name: no-api-version}
+)",
+                                "forms.yaml");
+  CHECK(messages(result) ==
+        std::vector<std::string>{
+            "forms.yaml:14:11: bad-wait: wait: unknown key \"atempts\" (did you mean \"attempts\"?); accepted: "
+            "attempts, sleep, timeout",
+            "forms.yaml:18:18: bad-propagation: propagation: expected Background, Foreground or Orphan (did you mean "
+            "\"Foreground\"?)",
+            "forms.yaml:20:3: both: give only one of manifest, source",
+            "forms.yaml:27:3: List item 0 is not a Kubernetes object (needs apiVersion and kind)",
+            "forms.yaml:29:1: a Kubernetes object needs both apiVersion and kind (missing apiVersion)"});
+  REQUIRE(ids(result) == std::vector<std::string>{"plain-wait", "timeout-seconds"});
+  CHECK(result.states[0].wait.enabled);
+  CHECK(result.states[0].wait.attempts == 0);
+  CHECK(result.states[1].wait.timeout_seconds == 30);
+  CHECK(result.states[1].wait.sleep_seconds == 0.5);
+}
+
+TEST_CASE("A file that is not UTF-8 fails alone, with the position of the bad byte", "[loader]") {
+  LoadResult result = load_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caf\xe9\n", "latin1.yaml");
+  CHECK(messages(result) ==
+        std::vector<std::string>{"latin1.yaml:4:12: incomplete UTF-8 sequence (manifests must be UTF-8 text)"});
+  CHECK(result.states.empty());
+  CHECK(result.file_hashes.count("latin1.yaml") == 1);
+}

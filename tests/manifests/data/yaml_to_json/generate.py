@@ -74,6 +74,7 @@ CASES = [
     ("small float", "v: 0.000001", None),
     ("tiny float", "v: 1e-7", None),
     ("keys on/0777/1.10/1e3/0x1F/dates", "on: a\n0777: b\n1.10: c\n1e3: d\n0x1F: e\n2024-01-01: f\nfalse: g", None),
+    ("float keys print as float32 (%g)", "123456789.5: a\n0.00001: b\n1e300: c\n-1e300: d\n1.5e6: e", None),
     ("anchors and aliases", "base: &b {a: 1, b: [x, y]}\ncopy: *b", None),
     ("merge key, explicit keys win when after", "base: &b {a: 1, b: 2}\nm:\n  <<: *b\n  b: 3\n  c: 4", None),
     ("merge key after explicit key overrides it (go-yaml v2)", "base: &b {a: 1, b: 2}\nm:\n  b: 3\n  <<: *b", None),
