@@ -50,6 +50,9 @@ void sort_unique(std::vector<std::size_t>& nodes) {
 class ReferenceIndex {
  public:
   explicit ReferenceIndex(const std::vector<PlanItem>& items) : items_(items) {
+    by_id_.reserve(items.size());
+    by_object_.reserve(items.size());
+    by_kind_name_.reserve(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
       const PlanItem& item = items[i];
       by_id_[item.id].push_back(i);
@@ -398,6 +401,30 @@ Result<Plan> plan_order(const std::vector<PlanItem>& items) {
     return describe_cycle(plan, items, barrier_labels, done);
   }
   return plan;
+}
+
+PlanItem plan_item_from_state(const manifests::State& state) {
+  PlanItem item;
+  item.id = state.id;
+  item.function = state.function;
+  const json::Value& object = state.object;
+  const std::string_view api_version = json::string_or(json::find(object, "apiVersion"), "");
+  const std::size_t slash = api_version.find('/');
+  item.group = slash == std::string_view::npos ? "" : std::string(api_version.substr(0, slash));
+  item.kind = std::string(json::string_or(json::find(object, "kind"), ""));
+  item.ns = std::string(json::string_or(json::find_path(object, {"metadata", "namespace"}), ""));
+  item.name = std::string(json::string_or(json::find_path(object, {"metadata", "name"}), ""));
+  item.require = state.require;
+  const std::string_view depends_on =
+      json::string_or(json::find_path(object, {"metadata", "annotations", "kstate.io/depends-on"}), "");
+  for (std::string& reference : parse_depends_on(depends_on))
+    item.require.push_back(std::move(reference));
+  item.parent_id = state.parent_id;
+  if (tier_of(item.group, item.kind) == Tier::custom_resource_definitions) {
+    item.defines_group = std::string(json::string_or(json::find_path(object, {"spec", "group"}), ""));
+    item.defines_kind = std::string(json::string_or(json::find_path(object, {"spec", "names", "kind"}), ""));
+  }
+  return item;
 }
 
 std::vector<std::string> parse_depends_on(std::string_view annotation) {

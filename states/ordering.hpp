@@ -82,6 +82,10 @@ struct Plan {
   std::vector<std::size_t> items_waited_for(std::size_t node) const;
 };
 
+// The PlanItem of a loaded state: identity from its object, `require` plus the
+// kstate.io/depends-on annotation, and for a CRD what it defines.
+PlanItem plan_item_from_state(const manifests::State& state);
+
 // Builds the plan. Errors (ErrorKind::invalid_input): a reference no state matches
 // (naming the referring state's ID and the reference), an ambiguous "Kind/name"
 // reference, or a cycle (listing its members in order, "a -> b -> a").

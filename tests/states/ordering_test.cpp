@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <chrono>
+#include <ctime>
 #include <map>
 
 using namespace kstate;
@@ -257,7 +257,7 @@ TEST_CASE("unknown, ambiguous and circular references fail with the states named
   }
 }
 
-TEST_CASE("10,000 states plan in well under 100 ms with a linear number of edges", "[ordering][performance]") {
+TEST_CASE("ten thousand states plan in well under 100 ms with a linear number of edges", "[ordering][performance]") {
   std::vector<PlanItem> items;
   items.reserve(10'000);
   for (int n = 0; n < 100; ++n) {
@@ -273,12 +273,13 @@ TEST_CASE("10,000 states plan in well under 100 ms with a linear number of edges
     items.push_back(item(ns + "-role", "rbac.authorization.k8s.io", "Role", ns, "r"));
   }
   REQUIRE(items.size() == 10'000);
-  const auto start = std::chrono::steady_clock::now();
+  // CPU time of this process, not wall time: the build machine is shared, and a test
+  // that fails because another job ran is no test of this code.
+  const std::clock_t start = std::clock();
   auto plan = states::plan_order(items);
-  const auto elapsed = std::chrono::steady_clock::now() - start;
+  const double ms = 1000.0 * static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
   REQUIRE(plan.ok());
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-  INFO("planning took " << ms << " ms");
+  INFO("planning took " << ms << " ms of CPU time");
   CHECK(ms < 100);
   std::size_t edges = 0;
   for (const auto& node : plan->nodes)
@@ -300,5 +301,49 @@ TEST_CASE("kstate.io/depends-on lists references separated by commas or spaces",
   for (const auto& [annotation, expected] : rows) {
     INFO(annotation);
     CHECK(states::parse_depends_on(annotation) == expected);
+  }
+}
+
+TEST_CASE("plan items are read from loaded states", "[ordering]") {
+  struct Row {
+    const char* name;
+    const char* object;
+    std::vector<std::string> require;
+    PlanItem expected;
+  };
+  PlanItem crd_item = crd("crd", "example.com", "Widget");
+  crd_item.name = "widgets.example.com";
+  const std::vector<Row> rows = {
+      {"namespaced with depends-on",
+       R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"apps",
+          "annotations":{"kstate.io/depends-on":"db, Secret/apps/token"}}})",
+       {"config"},
+       item("s", "apps", "Deployment", "apps", "web", {"config", "db", "Secret/apps/token"})},
+      {"core cluster-scoped",
+       R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"apps"}})",
+       {},
+       item("s", "", "Namespace", "", "apps")},
+      {"CRD",
+       R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},
+          "spec":{"group":"example.com","names":{"kind":"Widget","plural":"widgets"}}})",
+       {},
+       crd_item},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    manifests::State state;
+    state.id = "s";
+    auto object = json::parse(row.object);
+    REQUIRE(object.ok());
+    state.object = std::move(object).value();
+    state.require = row.require;
+    const PlanItem got = states::plan_item_from_state(state);
+    CHECK(got.group == row.expected.group);
+    CHECK(got.kind == row.expected.kind);
+    CHECK(got.ns == row.expected.ns);
+    CHECK(got.name == row.expected.name);
+    CHECK(got.require == row.expected.require);
+    CHECK(got.defines_group == row.expected.defines_group);
+    CHECK(got.defines_kind == row.expected.defines_kind);
   }
 }
