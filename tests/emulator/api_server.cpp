@@ -957,11 +957,7 @@ Response ApiServer::get_object(const Request& request, const Target& target) {
   if (!object) {
     return not_found(*target.type, target.name);
   }
-  if (accepts(request.accept, "as=Table")) {
-    // One-row table, the shape kubectl get prints.
-    std::vector<std::pair<std::string, ObjectPtr>> one{{target.key(), object}};
-    (void)one;
-  }
+  (void)request;  // a single object is always served as itself; kubectl prints it without a Table
   return json_response(200, json::dump(*object));
 }
 
