@@ -29,7 +29,9 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
     return 2;
   }
   boost::asio::io_context io;
-  auto reconciler = make_reconciler(io, *config);
+  MetricsRegistry registry;
+  DaemonMetrics metrics(registry);
+  auto reconciler = make_reconciler(io, *config, metrics);
   if (!reconciler) {
     err << "kstate daemon: " << reconciler.error().message << "\n";
     return 2;
@@ -37,8 +39,7 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
   spdlog::info("kstate daemon starting: manifests {}, resync every {}, debounce {}", config->manifests_dir,
                format_duration(config->resync_interval), format_duration(config->debounce));
   SystemdNotifier notifier;
-  MetricsRegistry registry;
-  DaemonRunner runner(io, *config, **reconciler, notifier, registry, load, command.runner_options);
+  DaemonRunner runner(io, *config, **reconciler, notifier, registry, metrics, load, command.runner_options);
   runner.on_config_applied([](const DaemonConfig& fresh) {
     if (auto status = setup_logging(fresh.log_level, fresh.log_format); !status) {
       spdlog::error("log settings: {}", status.error().message);

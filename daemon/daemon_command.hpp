@@ -17,9 +17,10 @@
 
 namespace kstate::daemon {
 
-// Builds the reconciler for a loaded configuration, on the daemon's event loop.
-using ReconcilerFactory =
-    std::function<Result<std::unique_ptr<Reconciler>>(boost::asio::io_context& io, const DaemonConfig& config)>;
+// Builds the reconciler for a loaded configuration, on the daemon's event loop; it
+// counts API requests, retries and discovery cache use in `metrics`.
+using ReconcilerFactory = std::function<Result<std::unique_ptr<Reconciler>>(
+    boost::asio::io_context& io, const DaemonConfig& config, DaemonMetrics& metrics)>;
 
 struct DaemonCommand {
   std::string config_path;  // empty: /etc/kstate/config.yaml, which may then be missing

@@ -21,23 +21,24 @@ class Debouncer {
 
   // Something happened at `now`.
   void record(TimePoint now) {
-    if (!first_) {
+    if (!pending_) {
       first_ = now;
+      pending_ = true;
     }
     last_ = now;
   }
 
-  bool pending() const { return first_.has_value(); }
+  bool pending() const { return pending_; }
 
   // When the batch is due; nullopt when nothing is pending.
   std::optional<TimePoint> deadline(bool writes_in_progress) const {
-    if (!first_) {
+    if (!pending_) {
       return std::nullopt;
     }
     if (writes_in_progress) {
       return last_ + write_hold_;
     }
-    return std::min(last_ + quiet_, *first_ + max_delay_);
+    return std::min(last_ + quiet_, first_ + max_delay_);
   }
 
   bool due(TimePoint now, bool writes_in_progress) const {
@@ -46,13 +47,15 @@ class Debouncer {
   }
 
   // The batch was handed over.
-  void reset() { first_.reset(); }
+  void reset() { pending_ = false; }
 
  private:
   Duration quiet_;
   Duration max_delay_;
   Duration write_hold_;
-  std::optional<TimePoint> first_;
+  // (No std::optional here: GCC 12 reports a false maybe-uninitialized on it at -O2.)
+  bool pending_ = false;
+  TimePoint first_{};
   TimePoint last_{};
 };
 

@@ -86,13 +86,13 @@ std::string PendingWork::take_full() {
 
 struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   Impl(asio::io_context& io_context, DaemonConfig daemon_config, Reconciler& reconciler_, Notifier& notifier_,
-       MetricsRegistry& registry_, ConfigReloader reload_, RunnerOptions runner_options)
+       MetricsRegistry& registry_, DaemonMetrics& metrics_, ConfigReloader reload_, RunnerOptions runner_options)
       : io(io_context),
         config(std::move(daemon_config)),
         reconciler(reconciler_),
         notifier(notifier_),
         registry(registry_),
-        metrics(registry_),
+        metrics(metrics_),
         reload(std::move(reload_)),
         options(std::move(runner_options)),
         signals(io_context),
@@ -111,7 +111,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   Reconciler& reconciler;
   Notifier& notifier;
   MetricsRegistry& registry;
-  DaemonMetrics metrics;
+  DaemonMetrics& metrics;
   ConfigReloader reload;
   RunnerOptions options;
   std::function<void(const DaemonConfig&)> config_applied;
@@ -461,8 +461,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
 };
 
 DaemonRunner::DaemonRunner(asio::io_context& io, DaemonConfig config, Reconciler& reconciler, Notifier& notifier,
-                           MetricsRegistry& registry, ConfigReloader reload, RunnerOptions options)
-    : impl_(std::make_shared<Impl>(io, std::move(config), reconciler, notifier, registry, std::move(reload),
+                           MetricsRegistry& registry, DaemonMetrics& metrics, ConfigReloader reload,
+                           RunnerOptions options)
+    : impl_(std::make_shared<Impl>(io, std::move(config), reconciler, notifier, registry, metrics, std::move(reload),
                                    std::move(options))) {}
 
 DaemonRunner::~DaemonRunner() = default;

@@ -65,8 +65,10 @@ using ConfigReloader = std::function<Result<DaemonConfig>()>;
 
 class DaemonRunner {
  public:
+  // `metrics` must be registered in `registry` (which /metrics renders); the reconciler
+  // shares the same DaemonMetrics to count API requests, retries and cache hits.
   DaemonRunner(boost::asio::io_context& io, DaemonConfig config, Reconciler& reconciler, Notifier& notifier,
-               MetricsRegistry& registry, ConfigReloader reload, RunnerOptions options = {});
+               MetricsRegistry& registry, DaemonMetrics& metrics, ConfigReloader reload, RunnerOptions options = {});
   ~DaemonRunner();
   DaemonRunner(const DaemonRunner&) = delete;
   DaemonRunner& operator=(const DaemonRunner&) = delete;

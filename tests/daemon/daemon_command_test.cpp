@@ -34,8 +34,8 @@ struct TempDir {
 };
 
 kstate::daemon::ReconcilerFactory fake_factory(std::atomic<int>& built) {
-  return [&built](boost::asio::io_context&,
-                  const kstate::daemon::DaemonConfig&) -> kstate::Result<std::unique_ptr<kstate::daemon::Reconciler>> {
+  return [&built](boost::asio::io_context&, const kstate::daemon::DaemonConfig&,
+                  kstate::daemon::DaemonMetrics&) -> kstate::Result<std::unique_ptr<kstate::daemon::Reconciler>> {
     ++built;
     return std::unique_ptr<kstate::daemon::Reconciler>(std::make_unique<kstate::testing::FakeReconciler>());
   };

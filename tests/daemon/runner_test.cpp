@@ -71,6 +71,7 @@ struct RunningDaemon {
   FakeReconciler reconciler;
   kstate::daemon::SystemdNotifier notifier;
   kstate::daemon::MetricsRegistry registry;
+  kstate::daemon::DaemonMetrics metrics{registry};
   DaemonConfig config;
   kstate::daemon::RunnerOptions options;
   std::function<kstate::Result<DaemonConfig>()> reloader;
@@ -103,7 +104,7 @@ struct RunningDaemon {
   }
 
   void start() {
-    runner = std::make_unique<DaemonRunner>(io, config, reconciler, notifier, registry, reloader, options);
+    runner = std::make_unique<DaemonRunner>(io, config, reconciler, notifier, registry, metrics, reloader, options);
     loop = std::thread([this] { exit_code = runner->run(); });
     // Signals are handled once the first STATUS is out.
     auto first = next_message();
