@@ -13,48 +13,21 @@ bool LeaderElector::is_leader(TimePoint now) const {
   return leader_ && last_renew_ && now - *last_renew_ < config_.renew_deadline;
 }
 
-LeaderElector::Step LeaderElector::step(LeaseStore& store, TimePoint now, WallTime wall_now) {
-  const bool was_leader = is_leader(now);
-  auto finish = [&](bool acquired, std::string error) {
-    if (acquired) {
-      leader_ = true;
-      last_renew_ = now;
-    } else if (leader_ && (!is_leader(now) || observed_.holder_identity != identity_)) {
-      leader_ = false;  // lost: renew deadline passed, or someone else holds the lease now
-    }
-    Step result;
-    result.leader = is_leader(now);
-    result.changed = result.leader != was_leader;
-    result.error = std::move(error);
-    // Leaders renew every retryPeriod; candidates retry with client-go's jitter (factor 1.2).
-    result.next_attempt =
-        result.leader
-            ? config_.retry_period
-            : config_.retry_period + std::chrono::duration_cast<Duration>(config_.retry_period * 1.2 * random01_());
-    return result;
-  };
+void LeaderElector::begin_attempt(TimePoint now) {
+  was_leader_ = is_leader(now);
+}
 
+std::optional<LeaderElector::Write> LeaderElector::plan(const std::optional<LeaseRecord>& current, TimePoint now,
+                                                        WallTime wall_now) {
   LeaseRecord desired;
   desired.holder_identity = identity_;
   desired.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration);
   desired.acquire_time = wall_now;
   desired.renew_time = wall_now;
-
-  auto current = store.get();
   if (!current) {
-    return finish(false, "get lease: " + current.error().message);
+    return Write{true, desired};
   }
-  if (!current->has_value()) {
-    auto created = store.create(desired);
-    if (!created) {
-      return finish(false, "create lease: " + created.error().message);
-    }
-    observed_ = *created;
-    observed_time_ = now;
-    return finish(true, "");
-  }
-
-  LeaseRecord& existing = **current;
+  const LeaseRecord& existing = *current;
   if (!observed_time_ || !existing.same_record(observed_)) {
     observed_ = existing;
     observed_time_ = now;
@@ -63,9 +36,8 @@ LeaderElector::Step LeaderElector::step(LeaseStore& store, TimePoint now, WallTi
   const bool held_by_other = !existing.holder_identity.empty() && existing.holder_identity != identity_;
   const auto observed_lease = std::max<Duration>(existing.lease_duration, Duration::zero());
   if (held_by_other && *observed_time_ + observed_lease > now) {
-    return finish(false, "");  // another holder's lease is still valid
+    return std::nullopt;  // another holder's lease is still valid
   }
-
   if (existing.holder_identity == identity_) {
     desired.acquire_time = existing.acquire_time;
     desired.lease_transitions = existing.lease_transitions;
@@ -73,13 +45,47 @@ LeaderElector::Step LeaderElector::step(LeaseStore& store, TimePoint now, WallTi
     desired.lease_transitions = existing.lease_transitions + 1;
   }
   desired.resource_version = existing.resource_version;
-  auto updated = store.update(desired);
-  if (!updated) {
-    return finish(false, "update lease: " + updated.error().message);
+  return Write{false, desired};
+}
+
+LeaderElector::Step LeaderElector::conclude(TimePoint now, const std::optional<LeaseRecord>& written,
+                                            std::string error) {
+  if (written) {
+    observed_ = *written;
+    observed_time_ = now;
+    leader_ = true;
+    last_renew_ = now;
+  } else if (leader_ && (!is_leader(now) || observed_.holder_identity != identity_)) {
+    leader_ = false;  // lost: renew deadline passed, or someone else holds the lease now
   }
-  observed_ = *updated;
-  observed_time_ = now;
-  return finish(true, "");
+  Step result;
+  result.leader = is_leader(now);
+  result.changed = result.leader != was_leader_;
+  result.error = std::move(error);
+  // Leaders renew every retryPeriod; candidates retry with client-go's jitter (factor 1.2).
+  result.next_attempt =
+      result.leader
+          ? config_.retry_period
+          : config_.retry_period + std::chrono::duration_cast<Duration>(config_.retry_period * 1.2 * random01_());
+  return result;
+}
+
+LeaderElector::Step LeaderElector::step(LeaseStore& store, TimePoint now, WallTime wall_now) {
+  begin_attempt(now);
+  auto current = store.get();
+  if (!current) {
+    return conclude(now, std::nullopt, "get lease: " + current.error().message);
+  }
+  auto write = plan(*current, now, wall_now);
+  if (!write) {
+    return conclude(now, std::nullopt, "");
+  }
+  auto written = write->create ? store.create(write->record) : store.update(write->record);
+  if (!written) {
+    return conclude(now, std::nullopt,
+                    std::string(write->create ? "create lease: " : "update lease: ") + written.error().message);
+  }
+  return conclude(now, *written, "");
 }
 
 Status LeaderElector::release(LeaseStore& store, TimePoint now, WallTime wall_now) {

@@ -61,6 +61,18 @@ class LeaderElector {
   // One tryAcquireOrRenew at monotonic `now` (`wall_now` goes into the record).
   Step step(LeaseStore& store, TimePoint now, WallTime wall_now);
 
+  // The same attempt in three pure parts, for a driver whose Lease store is asynchronous
+  // (the API client): begin_attempt(); GET the lease; plan() says what to create or
+  // update (nullopt: another holder's lease is still valid); write it; conclude() with
+  // the written record, or nullopt and the error.
+  struct Write {
+    bool create = false;  // no Lease yet: POST; else PUT with record.resource_version
+    LeaseRecord record;
+  };
+  void begin_attempt(TimePoint now);
+  std::optional<Write> plan(const std::optional<LeaseRecord>& current, TimePoint now, WallTime wall_now);
+  Step conclude(TimePoint now, const std::optional<LeaseRecord>& written, std::string error);
+
   // True while we hold the lease and last renewed it less than renewDeadline ago.
   bool is_leader(TimePoint now) const;
   // The holder we last observed (ours or another's); empty when none.
@@ -79,6 +91,7 @@ class LeaderElector {
   std::optional<TimePoint> observed_time_;
   std::optional<TimePoint> last_renew_;  // our last successful acquire/renew
   bool leader_ = false;
+  bool was_leader_ = false;
 };
 
 }  // namespace kstate::daemon

@@ -216,3 +216,36 @@ TEST_CASE("leader election: release on shutdown lets another node take over with
   CHECK(node_b.step(store, clock.now, clock.wall).leader);
   CHECK(store.lease->lease_transitions == 1);
 }
+
+TEST_CASE("leader election: the pure plan/conclude halves give the same decisions as step()") {
+  Clocks clock;
+  LeaderElector node_a(election(), "node-a", [] { return 0.0; });
+  node_a.begin_attempt(clock.now);
+  auto first = node_a.plan(std::nullopt, clock.now, clock.wall);
+  REQUIRE(first);
+  CHECK(first->create);
+  CHECK(first->record.holder_identity == "node-a");
+  // As the API server answers the POST: the record with its first resourceVersion.
+  MemoryLeaseStore server;
+  auto created = server.create(first->record);
+  REQUIRE(created.ok());
+  const LeaseRecord stored = *created;
+  auto step = node_a.conclude(clock.now, stored, "");
+  CHECK(step.leader);
+  CHECK(step.changed);
+
+  // Held by another, fresh: nothing to write.
+  LeaderElector node_b(election(), "node-b", [] { return 0.0; });
+  node_b.begin_attempt(clock.now);
+  CHECK_FALSE(node_b.plan(stored, clock.now, clock.wall).has_value());
+  CHECK_FALSE(node_b.conclude(clock.now, std::nullopt, "").leader);
+
+  // Renewal is a PUT carrying the version read.
+  clock.advance(2s);
+  node_a.begin_attempt(clock.now);
+  auto renew = node_a.plan(stored, clock.now, clock.wall);
+  REQUIRE(renew);
+  CHECK_FALSE(renew->create);
+  CHECK(renew->record.resource_version == stored.resource_version);
+  CHECK(renew->record.acquire_time == stored.acquire_time);
+}
