@@ -88,7 +88,7 @@ TEST_CASE("generateName appends a random suffix") {
   CHECK(name.size() == 9);
 }
 
-TEST_CASE("PUT with a stale resourceVersion is 409 Conflict; with the current one it succeeds") {
+TEST_CASE("PUT with a stale resourceVersion is 409 Conflict - with the current one it succeeds") {
   Harness h;
   auto created = parse(h.post(kConfigMaps, config_map("a")));
   auto version = str(created, {"metadata", "resourceVersion"});
@@ -130,7 +130,7 @@ TEST_CASE("generation starts at 1 and is bumped by spec changes only") {
   CHECK(json::find_path(scaled, {"metadata", "generation"})->GetInt() == 2);
 }
 
-TEST_CASE("no credentials is 401; the read-only user may read but writes are 403 Forbidden") {
+TEST_CASE("no credentials is 401 - the read-only user may read but writes are 403 Forbidden") {
   Harness h;
   auto anonymous = h.call("GET", kConfigMaps, "", "application/json", Harness::anonymous());
   CHECK(anonymous.status == 401);
@@ -251,7 +251,7 @@ TEST_CASE("limit and continue page through a list") {
   CHECK(h.get(std::string(kConfigMaps) + "?limit=2&continue=garbage").status == 400);
 }
 
-TEST_CASE("namespaced lists across all namespaces; cluster-scoped kinds reject a namespace") {
+TEST_CASE("namespaced lists across all namespaces - cluster-scoped kinds reject a namespace") {
   Harness h;
   h.post("/api/v1/namespaces", R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"other"}})");
   h.post(kConfigMaps, config_map("a"));
@@ -261,7 +261,7 @@ TEST_CASE("namespaced lists across all namespaces; cluster-scoped kinds reject a
   CHECK(h.get("/api/v1/namespaces/default/namespaces").status == 404);
 }
 
-TEST_CASE("Services get a clusterIP; changing it is 422 field is immutable") {
+TEST_CASE("Services get a clusterIP - changing it is 422 field is immutable") {
   Harness h;
   const char* path = "/api/v1/namespaces/default/services";
   auto created = parse(
@@ -295,7 +295,7 @@ TEST_CASE("Secrets: stringData is folded into base64 data and type defaults to O
   CHECK(str(created, {"type"}) == "Opaque");
 }
 
-TEST_CASE("the status subresource changes only status; the main resource ignores status") {
+TEST_CASE("the status subresource changes only status - the main resource ignores status") {
   Harness h;
   const char* path = "/apis/apps/v1/namespaces/default/deployments";
   std::string body =

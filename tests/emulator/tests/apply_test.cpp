@@ -54,7 +54,7 @@ TEST_CASE("apply creates the object and records the manager's fields in FieldsV1
   CHECK(json::dump(*json::find(*entry, "fieldsV1")) == R"({"f:data":{".":{},"f:a":{},"f:b":{}}})");
 }
 
-TEST_CASE("a field the manager stops applying is removed; fields of other managers stay") {
+TEST_CASE("a field the manager stops applying is removed - fields of other managers stay") {
   Harness h;
   REQUIRE(h.apply(kObject + "?fieldManager=alice", applied("  a: \"1\"\n  b: \"2\"\n")).status == 201);
   REQUIRE(h.apply(kObject + "?fieldManager=bob", applied("  c: \"3\"\n")).status == 200);

@@ -127,7 +127,7 @@ TEST_CASE("aggregated discovery v2 and v2beta1 are selected by Accept and carry 
   CHECK(str(parse(legacy), {"kind"}) == "APIVersions");
 }
 
-TEST_CASE("OpenAPI v3 lists every group-version; each document advertises fieldValidation on PATCH") {
+TEST_CASE("OpenAPI v3 lists every group-version - each document advertises fieldValidation on PATCH") {
   Harness h;
   auto index = parse(h.get("/openapi/v3"));
   auto url = str(index, {"paths", "apis/apps/v1", "serverRelativeURL"});

@@ -41,7 +41,7 @@ TEST_CASE("the emulator starts on a free loopback port and writes a kubeconfig w
   CHECK(json::string_or(json::find(parse(version.body), "gitVersion"), "") == "v1.31.0");
 }
 
-TEST_CASE("--version sets what /version reports") {
+TEST_CASE("option --version sets what /version reports") {
   kstate::testing::EmulatorOptions options;
   options.version = "1.29";
   Emulator emulator(options);
@@ -66,7 +66,7 @@ TEST_CASE("HTTPS authentication: admin token, read-only token (403 on writes), b
   CHECK(emulator.request("GET", "/emulator/requests", "", "application/json", emulator.readonly_token()).status == 403);
 }
 
-TEST_CASE("objects survive a restart (graceful and SIGKILL) with --data-dir; resourceVersions keep growing") {
+TEST_CASE("objects survive a restart (graceful and SIGKILL) with --data-dir - resourceVersions keep growing") {
   Emulator emulator;
   REQUIRE(emulator.request("POST", kConfigMaps, config_map("kept")).status == 201);
   auto before = parse(emulator.request("GET", kConfigMaps + "/kept").body);

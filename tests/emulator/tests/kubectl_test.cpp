@@ -217,7 +217,7 @@ TEST_CASE("kubectl: wait --for=condition=Established on a CRD, then use the new 
   CHECK(after.exit_code == 1);
 }
 
-TEST_CASE("kubectl: the readonly context is forbidden to write; the cert-admin context authenticates by certificate") {
+TEST_CASE("kubectl: the readonly context is forbidden to write - the cert-admin context authenticates by certificate") {
   SKIP_WITHOUT_KUBECTL();
   Emulator emulator;
   Kubectl kubectl{emulator};
