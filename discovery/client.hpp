@@ -1,0 +1,78 @@
+// DiscoveryClient: the resources of one API server, from the disk cache when it is
+// fresh (TTL, default 6 h), revalidated with ETags when it is not, fetched otherwise.
+// resolve() maps a GVK to its ApiResource; a kind that is not found invalidates the
+// cache and refetches exactly once (so a CRD created a moment ago resolves), then
+// fails with NotFound.
+//
+//   DiscoveryClient discovery(transport, config.server, {.cache_dir = dir});
+//   auto deployments = co_await discovery.resolve({"apps", "v1", "Deployment"});
+#pragma once
+
+#include <utility>
+// (blank line keeps <utility> first for Boost 1.74's awaitable.hpp)
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/transport.hpp"
+#include "discovery/cache.hpp"
+#include "discovery/discovery.hpp"
+#include "discovery/mapper.hpp"
+
+namespace kstate::discovery {
+
+struct DiscoveryOptions {
+  std::string cache_dir;  // --cache-dir; empty: default_cache_dir(); "" there too: no cache
+  bool use_cache = true;
+  bool refresh = false;  // --refresh: do not read the cache (it is still written)
+  std::chrono::seconds ttl = std::chrono::hours(6);
+  bool legacy_only = false;
+  std::function<std::chrono::system_clock::time_point()> clock;  // injected for TTL tests
+};
+
+// What the last load()/refresh() did, for `kstate discover` and metrics.
+struct DiscoveryStats {
+  std::uint64_t requests = 0;  // HTTP requests it sent (0: the cache answered)
+  bool from_cache = false;     // resources came from the cache (fresh, or revalidated by 304)
+  bool revalidated = false;    // the cache was stale and the server answered 304
+  std::string format;          // aggregated v2 | aggregated v2beta1 | legacy
+  std::vector<GroupVersionFailure> failures;
+  std::string cache_file;
+};
+
+class DiscoveryClient {
+ public:
+  DiscoveryClient(Transport& transport, std::string server_url, DiscoveryOptions options = {});
+
+  // Loads the resources (cache or server). Called by resolve() when needed.
+  boost::asio::awaitable<Status> load();
+  // Drops the cache and fetches from the server.
+  boost::asio::awaitable<Status> refresh();
+  // The resource for a GVK; NotFound (after one refetch) when the server has no such kind.
+  boost::asio::awaitable<Result<ApiResource>> resolve(GroupVersionKind gvk);
+
+  const ResourceMapper& mapper() const { return mapper_; }
+  const DiscoveryStats& stats() const { return stats_; }
+  bool loaded() const { return loaded_; }
+
+ private:
+  boost::asio::awaitable<Status> fetch(const CacheEntry* cached);
+  std::chrono::system_clock::time_point now() const;
+
+  Transport& transport_;
+  std::string server_url_;
+  DiscoveryOptions options_;
+  std::string cache_file_;
+  ResourceMapper mapper_;
+  DiscoveryStats stats_;
+  bool loaded_ = false;
+  // Kinds that were still missing right after a refetch: not refetched again for them
+  // until something else refreshes the data.
+  std::set<GroupVersionKind> missing_after_refresh_;
+};
+
+}  // namespace kstate::discovery
