@@ -11,6 +11,7 @@
 #include <boost/version.hpp>
 #include <sstream>
 
+#include "daemon/discover_command.hpp"
 #include "kstate/build_info.hpp"
 
 namespace kstate::cli {
@@ -108,7 +109,7 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
 }
 
 std::map<std::string, Handler> default_handlers() {
-  return {{"version", print_version}};
+  return {{"version", print_version}, {"discover", daemon::run_discover_command}};
 }
 
 }  // namespace kstate::cli
