@@ -162,6 +162,9 @@ struct DirectoryWatcher::Impl : std::enable_shared_from_this<DirectoryWatcher::I
     if (event.wd == parent_watch) {
       if (name == root.filename().string()) {
         if ((event.mask & (IN_CREATE | IN_MOVED_TO)) != 0) {
+          if (root_present) {
+            root_gone();  // replaced in one step (a symlink swapped, a folder renamed over it)
+          }
           root_appeared();
         } else if ((event.mask & (IN_DELETE | IN_MOVED_FROM)) != 0 && root_present) {
           root_gone();

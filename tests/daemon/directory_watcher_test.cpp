@@ -307,3 +307,29 @@ TEST_CASE("watcher: a real inotify queue overflow is counted and asks for a full
   REQUIRE(removed);
   CHECK(removed->removed == Paths{tree.at("a.yaml")});
 }
+
+TEST_CASE("watcher: a root symlink swapped to another folder is a full rescan, and the new folder is watched") {
+  WatchedTree tree(false);
+  fs::create_directories(tree.base / "release-1");
+  fs::create_directories(tree.base / "release-2");
+  write_file(tree.base / "release-1" / "app.yaml", "v: 1\n");
+  write_file(tree.base / "release-2" / "app.yaml", "v: 2\n");
+  fs::create_directory_symlink("release-1", tree.root);
+  tree.start();
+
+  // `ln -sfn release-2 manifests` done atomically: new link renamed over the old one.
+  fs::create_directory_symlink("release-2", tree.base / "manifests.tmp");
+  fs::rename(tree.base / "manifests.tmp", tree.root);
+  auto swapped = tree.next_batch();
+  REQUIRE(swapped);
+  CHECK(swapped->full_rescan);
+  CHECK(read_file(tree.root / "app.yaml") == "v: 2\n");
+
+  std::ofstream(tree.base / "release-2" / "app.yaml", std::ios::app) << "w: 3\n";
+  auto edited = tree.next_batch();
+  REQUIRE(edited);
+  CHECK(edited->changed == Paths{tree.at("app.yaml")});
+  // The old folder is no longer watched.
+  std::ofstream(tree.base / "release-1" / "app.yaml", std::ios::app) << "w: 4\n";
+  CHECK(tree.quiet_for());
+}
