@@ -28,7 +28,19 @@ std::string LoadError::to_string() const {
     out += ": ";
   }
   out += message;
-  return out;
+  // One problem, one line: line breaks from quoted keys or values are shown escaped.
+  std::string escaped;
+  escaped.reserve(out.size());
+  for (char c : out) {
+    if (c == '\n') {
+      escaped += "\\n";
+    } else if (c == '\r') {
+      escaped += "\\r";
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
 }
 
 std::string LoadResult::error_text() const {

@@ -615,3 +615,12 @@ TEST_CASE("A file that is not UTF-8 fails alone, with the position of the bad by
   CHECK(result.states.empty());
   CHECK(result.file_hashes.count("latin1.yaml") == 1);
 }
+
+TEST_CASE("Error lines stay single lines when IDs or values hold line breaks", "[loader]") {
+  LoadResult result = load_text("\"two\\nlines\":\n  object_presnt: {}\n", "nl.yaml");
+  REQUIRE(result.errors.size() == 1);
+  CHECK(result.errors[0].state_id == "two\nlines");
+  CHECK(result.errors[0].to_string() ==
+        "nl.yaml:2:3: two\\nlines: unknown function \"object_presnt\", expected object_present, object_updated or "
+        "object_absent (did you mean \"object_present\"?)");
+}
