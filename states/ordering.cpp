@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <limits>
 #include <unordered_map>
 
@@ -376,6 +377,12 @@ Result<Plan> plan_order(const std::vector<PlanItem>& items) {
     PlanNode& node = plan.nodes[n];
     sort_unique(node.requires_nodes);
     sort_unique(node.after_nodes);
+    // An edge is listed once: a hard one is not repeated as ordering-only, so that
+    // requires_nodes.size() + after_nodes.size() is the number of nodes to wait for.
+    std::vector<std::size_t> ordering_only;
+    std::set_difference(node.after_nodes.begin(), node.after_nodes.end(), node.requires_nodes.begin(),
+                        node.requires_nodes.end(), std::back_inserter(ordering_only));
+    node.after_nodes = std::move(ordering_only);
     all_edges.assign(node.requires_nodes.begin(), node.requires_nodes.end());
     all_edges.insert(all_edges.end(), node.after_nodes.begin(), node.after_nodes.end());
     sort_unique(all_edges);
@@ -414,34 +421,13 @@ PlanItem plan_item_from_state(const manifests::State& state) {
   item.kind = std::string(json::string_or(json::find(object, "kind"), ""));
   item.ns = std::string(json::string_or(json::find_path(object, {"metadata", "namespace"}), ""));
   item.name = std::string(json::string_or(json::find_path(object, {"metadata", "name"}), ""));
-  item.require = state.require;
-  const std::string_view depends_on =
-      json::string_or(json::find_path(object, {"metadata", "annotations", "kstate.io/depends-on"}), "");
-  for (std::string& reference : parse_depends_on(depends_on))
-    item.require.push_back(std::move(reference));
+  item.require = state.require;  // the loader has merged kstate.io/depends-on into it
   item.parent_id = state.parent_id;
   if (tier_of(item.group, item.kind) == Tier::custom_resource_definitions) {
     item.defines_group = std::string(json::string_or(json::find_path(object, {"spec", "group"}), ""));
     item.defines_kind = std::string(json::string_or(json::find_path(object, {"spec", "names", "kind"}), ""));
   }
   return item;
-}
-
-std::vector<std::string> parse_depends_on(std::string_view annotation) {
-  std::vector<std::string> references;
-  std::string current;
-  for (char c : annotation) {
-    if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-      if (!current.empty())
-        references.push_back(std::move(current));
-      current.clear();
-    } else {
-      current.push_back(c);
-    }
-  }
-  if (!current.empty())
-    references.push_back(std::move(current));
-  return references;
 }
 
 }  // namespace kstate::states

@@ -59,7 +59,8 @@ struct PlanNode {
   // a custom resource needs.
   std::vector<std::size_t> requires_nodes;
   // Ordering only: run after these are finished, whatever their result (tier barriers,
-  // a delete of a Namespace after the deletes of what is inside it).
+  // a delete of a Namespace after the deletes of what is inside it). Never repeats a
+  // node of requires_nodes: the node waits for size() of both lists, together.
   std::vector<std::size_t> after_nodes;
   // A tier barrier: no state, done as soon as everything it waits for is done.
   bool barrier = false;
@@ -82,16 +83,13 @@ struct Plan {
   std::vector<std::size_t> items_waited_for(std::size_t node) const;
 };
 
-// The PlanItem of a loaded state: identity from its object, `require` plus the
-// kstate.io/depends-on annotation, and for a CRD what it defines.
+// The PlanItem of a loaded state: identity from its object, `require` (into which the
+// loader has merged kstate.io/depends-on), and for a CRD what it defines.
 PlanItem plan_item_from_state(const manifests::State& state);
 
 // Builds the plan. Errors (ErrorKind::invalid_input): a reference no state matches
 // (naming the referring state's ID and the reference), an ambiguous "Kind/name"
 // reference, or a cycle (listing its members in order, "a -> b -> a").
 Result<Plan> plan_order(const std::vector<PlanItem>& items);
-
-// Splits a kstate.io/depends-on annotation value ("a, Kind/ns/name,b") into references.
-std::vector<std::string> parse_depends_on(std::string_view annotation);
 
 }  // namespace kstate::states

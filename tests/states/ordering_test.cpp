@@ -52,6 +52,20 @@ bool waits_for(const states::Plan& plan, const std::vector<PlanItem>& items, con
 
 void check_topological_order(const states::Plan& plan) {
   REQUIRE(plan.topological_order.size() == plan.nodes.size());
+  // The engine counts requires_nodes.size() + after_nodes.size() down as dependents
+  // finish: each predecessor must be listed exactly once across both lists.
+  std::vector<std::size_t> releases(plan.nodes.size(), 0);
+  for (const auto& dependents : plan.dependents) {
+    for (std::size_t dependent : dependents)
+      ++releases[dependent];
+  }
+  for (std::size_t n = 0; n < plan.nodes.size(); ++n) {
+    std::vector<std::size_t> all = plan.nodes[n].requires_nodes;
+    all.insert(all.end(), plan.nodes[n].after_nodes.begin(), plan.nodes[n].after_nodes.end());
+    std::sort(all.begin(), all.end());
+    REQUIRE(std::adjacent_find(all.begin(), all.end()) == all.end());
+    REQUIRE(releases[n] == all.size());
+  }
   std::vector<std::size_t> position(plan.nodes.size());
   for (std::size_t i = 0; i < plan.topological_order.size(); ++i)
     position[plan.topological_order[i]] = i;
@@ -149,7 +163,7 @@ TEST_CASE("a directory with a Namespace, a CRD, its CRs and RBAC is planned in t
 
 TEST_CASE("deletes run after every create, in reverse tier order, containers last", "[ordering]") {
   const std::vector<PlanItem> items = {
-      item("old-ns", "", "Namespace", "", "old", {}, Function::object_absent),
+      item("old-ns", "", "Namespace", "", "old", {"old-cm"}, Function::object_absent),
       item("old-cm", "", "ConfigMap", "old", "c", {}, Function::object_absent),
       crd("old-crd", "example.com", "Widget", Function::object_absent),
       item("old-widget", "example.com", "Widget", "default", "w", {}, Function::object_absent),
@@ -175,9 +189,12 @@ TEST_CASE("deletes run after every create, in reverse tier order, containers las
     INFO(row.later << (row.waits ? " waits for " : " does not wait for ") << row.earlier);
     CHECK(waits_for(*plan, items, row.later, row.earlier) == row.waits);
   }
-  // The Namespace delete names the deletes inside it directly (not only through tiers).
-  const auto& old_ns = plan->nodes[index_of(items, "old-ns")].after_nodes;
-  CHECK(std::find(old_ns.begin(), old_ns.end(), index_of(items, "old-cm")) != old_ns.end());
+  // The Namespace delete names the deletes inside it directly (not only through tiers);
+  // old-cm is also an explicit (hard) requirement of old-ns, so it is listed only there.
+  const auto& old_ns = plan->nodes[index_of(items, "old-ns")];
+  CHECK(old_ns.requires_nodes == std::vector<std::size_t>{index_of(items, "old-cm")});
+  CHECK(std::find(old_ns.after_nodes.begin(), old_ns.after_nodes.end(), index_of(items, "old-cm")) ==
+        old_ns.after_nodes.end());
   const auto& old_crd = plan->nodes[index_of(items, "old-crd")].after_nodes;
   CHECK(std::find(old_crd.begin(), old_crd.end(), index_of(items, "old-widget")) != old_crd.end());
 }
@@ -291,19 +308,6 @@ TEST_CASE("ten thousand states plan in well under 100 ms with a linear number of
   CHECK(waits_for(*plan, items, "ns-1-cm-5", "ns-1-cm-0"));
 }
 
-TEST_CASE("kstate.io/depends-on lists references separated by commas or spaces", "[ordering]") {
-  const std::map<std::string, std::vector<std::string>> rows = {
-      {"", {}},
-      {"db", {"db"}},
-      {"db, Secret/default/token", {"db", "Secret/default/token"}},
-      {" a ,b\n c,, ", {"a", "b", "c"}},
-  };
-  for (const auto& [annotation, expected] : rows) {
-    INFO(annotation);
-    CHECK(states::parse_depends_on(annotation) == expected);
-  }
-}
-
 TEST_CASE("plan items are read from loaded states", "[ordering]") {
   struct Row {
     const char* name;
@@ -314,11 +318,10 @@ TEST_CASE("plan items are read from loaded states", "[ordering]") {
   PlanItem crd_item = crd("crd", "example.com", "Widget");
   crd_item.name = "widgets.example.com";
   const std::vector<Row> rows = {
-      {"namespaced with depends-on",
-       R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"apps",
-          "annotations":{"kstate.io/depends-on":"db, Secret/apps/token"}}})",
-       {"config"},
-       item("s", "apps", "Deployment", "apps", "web", {"config", "db", "Secret/apps/token"})},
+      {"namespaced with require",
+       R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"apps"}})",
+       {"config", "Secret/apps/token"},
+       item("s", "apps", "Deployment", "apps", "web", {"config", "Secret/apps/token"})},
       {"core cluster-scoped",
        R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"apps"}})",
        {},
