@@ -11,6 +11,7 @@
 #include <boost/version.hpp>
 #include <sstream>
 
+#include "daemon/apply_command.hpp"
 #include "daemon/discover_command.hpp"
 #include "kstate/build_info.hpp"
 
@@ -109,7 +110,14 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
 }
 
 std::map<std::string, Handler> default_handlers() {
-  return {{"version", print_version}, {"discover", daemon::run_discover_command}};
+  return {
+      {"version", print_version},
+      {"discover", daemon::run_discover_command},
+      {"apply", [](const Invocation& invocation, std::ostream& out,
+                   std::ostream& err) { return daemon::run_apply_command(invocation, out, err, false); }},
+      {"test", [](const Invocation& invocation, std::ostream& out,
+                  std::ostream& err) { return daemon::run_apply_command(invocation, out, err, true); }},
+  };
 }
 
 }  // namespace kstate::cli

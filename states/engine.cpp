@@ -155,6 +155,43 @@ struct Engine::Impl {
     return write;
   }
 
+  // --- requests -----------------------------------------------------------------
+  // Every DynamicClient call passes named lvalues: GCC 12 mis-destroys temporaries and
+  // default arguments bound to coroutine parameters (a double free seen in practice).
+
+  asio::awaitable<Result<json::Document>> read(const Slot& slot) {
+    std::string subresource;
+    co_return co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name, subresource);
+  }
+
+  asio::awaitable<Result<json::Document>> read_all(const Slot& slot, const ListOptions& options) {
+    ListOptions list = options;
+    co_return co_await client.list(*slot.resource, slot.ref.ns, list);
+  }
+
+  asio::awaitable<Result<json::Document>> create(const Slot& slot, const json::Value& object) {
+    WriteOptions write = write_options(false);
+    co_return co_await client.create(*slot.resource, slot.ref.ns, object, write);
+  }
+
+  asio::awaitable<Result<json::Document>> put(const Slot& slot, const json::Value& object) {
+    WriteOptions write = write_options(false);
+    std::string subresource;
+    co_return co_await client.replace(*slot.resource, slot.ref.ns, slot.ref.name, object, write, subresource);
+  }
+
+  asio::awaitable<Result<json::Document>> patch(const Slot& slot, PatchType type, const json::Value& body) {
+    WriteOptions write = write_options(type == PatchType::apply);
+    std::string text = json::dump(body);
+    std::string subresource;
+    co_return co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, type, text, write, subresource);
+  }
+
+  asio::awaitable<Result<json::Document>> delete_object(const Slot& slot, const DeleteOptions& options) {
+    DeleteOptions remove_options = options;
+    co_return co_await client.remove(*slot.resource, slot.ref.ns, slot.ref.name, remove_options);
+  }
+
   // --- resolution -----------------------------------------------------------
 
   asio::awaitable<void> resolve(std::size_t index) {
@@ -199,8 +236,9 @@ struct Engine::Impl {
       const auto& [key, members] = work[w];
       const Slot& first = slots[members.front()];
       LiveSet set;
+      const ListOptions everything;
       if (members.size() == 1) {
-        auto got = co_await client.get(*first.resource, first.ref.ns, first.ref.name);
+        auto got = co_await read(first);
         if (got.ok()) {
           set.objects.emplace(first.ref.name, std::move(got).value());
           set.fetched = true;
@@ -208,7 +246,7 @@ struct Engine::Impl {
           set.fetched = true;
         }
       } else {
-        auto listed = co_await client.list(*first.resource, first.ref.ns);
+        auto listed = co_await read_all(first, everything);
         if (listed.ok()) {
           if (const json::Value* items = json::find(*listed, "items"); items != nullptr && items->IsArray()) {
             for (auto& item : items->GetArray()) {
@@ -236,7 +274,7 @@ struct Engine::Impl {
         co_return object == it->second.objects.end() ? json::Document() : json::copy(object->second);
       }
     }
-    auto got = co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name);
+    auto got = co_await read(slot);
     if (!got.ok() && got.error().kind == ErrorKind::not_found) {
       co_return json::Document();
     }
@@ -536,7 +574,7 @@ struct Engine::Impl {
     Slot& slot = slots[index];
     ListOptions list;
     list.label_selector = std::string(state_id_label) + "=" + short_hash(states[index].id);
-    auto listed = co_await client.list(*slot.resource, slot.ref.ns, list);
+    auto listed = co_await read_all(slot, list);
     if (!listed.ok()) {
       co_return listed.error();
     }
@@ -579,14 +617,13 @@ struct Engine::Impl {
     }
     Result<json::Document> written = Error(ErrorKind::internal, "not sent");
     if (live.IsNull() && (slot.ref.name.empty() || state.strategy != Strategy::apply)) {
-      written = co_await client.create(*slot.resource, slot.ref.ns, desired, write_options(false));
+      written = co_await create(slot, desired);
     } else if (state.strategy == Strategy::replace) {
       written = co_await replace(index, desired, std::move(live));
       auto refreshed = co_await live_object(index);
       live = refreshed.ok() ? std::move(refreshed).value() : json::Document();
     } else {
-      written = co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, PatchType::apply, json::dump(desired),
-                                      write_options(true));
+      written = co_await patch(slot, PatchType::apply, desired);
     }
     if (!written.ok() && is_immutable_field_error(written.error())) {
       co_await immutable(index, written.error(), live);
@@ -629,7 +666,7 @@ struct Engine::Impl {
       auto& metadata = json::ensure_object(body, "metadata", allocator);
       json::set_string(metadata, "resourceVersion", resource_version(live), allocator);
       keep_allocated_fields(body, live);
-      auto written = co_await client.replace(*slot.resource, slot.ref.ns, slot.ref.name, body, write_options(false));
+      auto written = co_await put(slot, body);
       if (written.ok() || written.error().kind != ErrorKind::conflict || attempt + 1 >= replace_conflict_retries) {
         co_return written;
       }
@@ -638,7 +675,7 @@ struct Engine::Impl {
         co_return fresh.error();
       }
       if (fresh->IsNull()) {
-        co_return co_await client.create(*slot.resource, slot.ref.ns, desired, write_options(false));
+        co_return co_await create(slot, desired);
       }
       live = std::move(fresh).value();
     }
@@ -686,7 +723,7 @@ struct Engine::Impl {
     }
     DeleteOptions remove;
     remove.propagation_policy = "Foreground";
-    auto removed = co_await client.remove(*slot.resource, slot.ref.ns, slot.ref.name, remove);
+    auto removed = co_await delete_object(slot, remove);
     if (!removed.ok() && removed.error().kind != ErrorKind::not_found) {
       fail(index, "re-create: delete failed: " + removed.error().describe());
       co_return;
@@ -696,7 +733,7 @@ struct Engine::Impl {
       co_return;
     }
     json::Document desired = desired_object(index);
-    auto created = co_await client.create(*slot.resource, slot.ref.ns, desired, write_options(false));
+    auto created = co_await create(slot, desired);
     if (!created.ok()) {
       fail(index, "re-create: create failed: " + created.error().describe());
       co_return;
@@ -740,7 +777,7 @@ struct Engine::Impl {
     while (Clock::now() < deadline) {
       co_await sleep_for(delay);
       delay = std::min(delay * 2, std::chrono::milliseconds(1000));
-      auto got = co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name);
+      auto got = co_await read(slot);
       if (got.ok() && condition_true(*got, "Established")) {
         crd_established_since_refresh = true;
         co_return;
@@ -766,8 +803,7 @@ struct Engine::Impl {
       succeed(index, "already good");
       co_return;
     }
-    auto written = co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, PatchType::merge,
-                                         json::dump(desired), write_options(false));
+    auto written = co_await patch(slot, PatchType::merge, desired);
     if (!written.ok()) {
       fail(index, written.error().describe());
       co_return;
@@ -795,7 +831,7 @@ struct Engine::Impl {
     DeleteOptions remove;
     remove.dry_run = options.test_mode;
     remove.propagation_policy = state.propagation;
-    auto removed = co_await client.remove(*slot.resource, slot.ref.ns, slot.ref.name, remove);
+    auto removed = co_await delete_object(slot, remove);
     if (!removed.ok()) {
       if (removed.error().kind == ErrorKind::not_found) {
         succeed(index, "already absent");
@@ -824,7 +860,7 @@ struct Engine::Impl {
                        : options.default_wait_timeout;
     auto deadline = Clock::now() + timeout;
     for (int attempt = 0;; ++attempt) {
-      auto got = co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name);
+      auto got = co_await read(slot);
       if (!got.ok() && got.error().kind == ErrorKind::not_found) {
         co_return ok_status();
       }

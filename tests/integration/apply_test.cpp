@@ -1,0 +1,416 @@
+// End-to-end runs of `kstate apply` and `kstate test` against kstate-emulator:
+// what users see (reports, exit codes, objects in the cluster, requests sent).
+#include <catch2/catch.hpp>
+#include <regex>
+
+#include "core/json.hpp"
+#include "tests/support/emulator.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using kstate::testing::Emulator;
+using kstate::testing::ProcessResult;
+using kstate::testing::TempDir;
+using kstate::testing::write_file;
+namespace json = kstate::json;
+
+namespace {
+
+struct Cluster {
+  Emulator emulator;
+  TempDir work{"kstate-apply"};
+
+  ProcessResult kstate(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{KSTATE_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(),
+                {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
+    auto result = kstate::testing::run_process(argv);
+    UNSCOPED_INFO("kstate " << args.front() << " exit " << result.exit_code << "\nstdout:\n"
+                            << result.out << "\nstderr:\n"
+                            << result.err);
+    return result;
+  }
+  ProcessResult apply(const std::string& path, std::vector<std::string> extra = {}) {
+    extra.insert(extra.begin(), {"apply", path});
+    return kstate(extra);
+  }
+  ProcessResult test(const std::string& path, std::vector<std::string> extra = {}) {
+    extra.insert(extra.begin(), {"test", path});
+    return kstate(extra);
+  }
+  // The object at an API path, or a Null document when it does not exist.
+  json::Document get(const std::string& path) {
+    auto reply = emulator.request("GET", path);
+    if (reply.status == 404) {
+      return json::Document();
+    }
+    REQUIRE(reply.status == 200);
+    auto doc = json::parse(reply.body);
+    REQUIRE(doc.ok());
+    return std::move(doc).value();
+  }
+  std::string manifest_dir(const std::string& name) { return (work.path() / name).string(); }
+  int writes() {
+    return emulator.count_requests("POST", "/api") + emulator.count_requests("PUT", "/api") +
+           emulator.count_requests("PATCH", "/api") + emulator.count_requests("DELETE", "/api");
+  }
+};
+
+std::string field(const json::Value& object, std::initializer_list<std::string_view> path) {
+  const json::Value* v = json::find_path(object, path);
+  if (v == nullptr) {
+    return {};
+  }
+  return v->IsString() ? std::string(v->GetString()) : json::dump(*v);
+}
+
+const char* const demo_namespace = R"(apiVersion: v1
+kind: Namespace
+metadata:
+  name: demo
+)";
+
+const char* const demo_objects = R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: demo
+data:
+  mode: "fast"
+  replicas: "2"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: demo
+  labels: {app: web}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.25
+          ports:
+            - containerPort: 80
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: demo
+spec:
+  selector: {app: web}
+  ports:
+    - port: 80
+      targetPort: 80
+)";
+
+void write_demo(Cluster& cluster, const std::string& dir) {
+  write_file(std::filesystem::path(dir) / "00-namespace.yaml", demo_namespace);
+  write_file(std::filesystem::path(dir) / "10-app.yaml", demo_objects);
+}
+
+}  // namespace
+
+TEST_CASE("apply creates a directory's objects, and a second apply changes and writes nothing") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("demo");
+  write_demo(cluster, dir);
+
+  auto first = cluster.apply(dir);
+  CHECK(first.exit_code == 0);
+  CHECK(first.out.find("Succeeded: 4 (changed=4)") != std::string::npos);
+  auto deployment = cluster.get("/apis/apps/v1/namespaces/demo/deployments/web");
+  REQUIRE(deployment.IsObject());
+  CHECK(field(deployment, {"metadata", "labels", "app.kubernetes.io/managed-by"}) == "kstate");
+  CHECK_FALSE(field(deployment, {"metadata", "labels", "applyset.kubernetes.io/part-of"}).empty());
+  CHECK(field(cluster.get("/api/v1/namespaces/demo/configmaps/settings"), {"data", "mode"}) == "fast");
+
+  cluster.emulator.reset_request_log();
+  auto second = cluster.apply(dir);
+  CHECK(second.exit_code == 0);
+  CHECK(second.out.find("Succeeded: 4 (changed=0)") != std::string::npos);
+  CHECK(cluster.writes() == 0);
+
+  auto test = cluster.test(dir);
+  CHECK(test.exit_code == 0);
+  CHECK(test.out.find("Pending: 0") != std::string::npos);
+}
+
+TEST_CASE("test mode shows the diff of pending changes and changes nothing in the cluster") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("demo");
+  write_demo(cluster, dir);
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+  std::string before_cm =
+      field(cluster.get("/api/v1/namespaces/demo/configmaps/settings"), {"metadata", "resourceVersion"});
+
+  std::string changed = std::regex_replace(std::string(demo_objects), std::regex("mode: \"fast\""), "mode: \"safe\"");
+  write_file(std::filesystem::path(dir) / "10-app.yaml", changed);
+  write_file(std::filesystem::path(dir) / "20-new.yaml",
+             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: demo}\ndata: {a: b}\n");
+
+  cluster.emulator.reset_request_log();
+  auto test = cluster.test(dir);
+  CHECK(test.exit_code == 1);
+  CHECK(test.out.find("-  mode: fast") != std::string::npos);
+  CHECK(test.out.find("+  mode: safe") != std::string::npos);
+  CHECK(test.out.find("--- live/v1.ConfigMap.demo.settings") != std::string::npos);
+  CHECK(test.out.find("Result: None") != std::string::npos);
+  CHECK(test.out.find("would be created") != std::string::npos);
+  CHECK(test.out.find("Pending: 2") != std::string::npos);
+  // Nothing moved: same resourceVersion, no new object, and every write was a dry run.
+  CHECK(field(cluster.get("/api/v1/namespaces/demo/configmaps/settings"), {"metadata", "resourceVersion"}) ==
+        before_cm);
+  CHECK(cluster.get("/api/v1/namespaces/demo/configmaps/extra").IsNull());
+  auto log = json::parse(cluster.emulator.request_log());
+  REQUIRE(log.ok());
+  int writes = 0;
+  for (const auto& entry : json::find(*log, "requests")->GetArray()) {
+    std::string method = field(entry, {"method"});
+    if (method != "GET") {
+      ++writes;
+      CHECK(field(entry, {"query"}).find("dryRun=All") != std::string::npos);
+    }
+  }
+  CHECK(writes == 2);
+}
+
+TEST_CASE("test mode of a new namespace reports its objects as would-be-created without failing") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("demo");
+  write_demo(cluster, dir);
+  auto test = cluster.test(dir);
+  CHECK(test.exit_code == 1);
+  CHECK(test.out.find("server validation skipped because namespace demo does not exist yet") != std::string::npos);
+  CHECK(test.out.find("Failed: 0") != std::string::npos);
+  CHECK(test.out.find("Pending: 4") != std::string::npos);
+  CHECK(cluster.get("/api/v1/namespaces/demo").IsNull());
+}
+
+TEST_CASE("object_updated: fails when absent, already good when equal, patches when different") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("demo");
+  write_demo(cluster, dir);
+  std::string states = cluster.manifest_dir("updated");
+  write_file(std::filesystem::path(states) / "scale.yaml", R"(scale-web:
+  object_updated:
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: web, namespace: demo}
+      spec: {replicas: 3}
+)");
+  SECTION("absent") {
+    auto test = cluster.test(states);
+    CHECK(test.exit_code == 2);
+    CHECK(test.out.find("Deployment/demo/web does not exist") != std::string::npos);
+    auto apply = cluster.apply(states);
+    CHECK(apply.exit_code == 2);
+    CHECK(apply.out.find("Result: False") != std::string::npos);
+  }
+  SECTION("different, then equal") {
+    REQUIRE(cluster.apply(dir).exit_code == 0);
+    auto test = cluster.test(states);
+    CHECK(test.exit_code == 1);
+    CHECK(test.out.find("+  replicas: 3") != std::string::npos);
+    CHECK(field(cluster.get("/apis/apps/v1/namespaces/demo/deployments/web"), {"spec", "replicas"}) == "1");
+    auto apply = cluster.apply(states);
+    CHECK(apply.exit_code == 0);
+    CHECK(apply.out.find("Succeeded: 1 (changed=1)") != std::string::npos);
+    CHECK(field(cluster.get("/apis/apps/v1/namespaces/demo/deployments/web"), {"spec", "replicas"}) == "3");
+    auto again = cluster.apply(states);
+    CHECK(again.out.find("already good") != std::string::npos);
+    CHECK(again.out.find("Succeeded: 1 (changed=0)") != std::string::npos);
+  }
+}
+
+TEST_CASE("object_absent: already absent, would delete in test mode, deletes and waits") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("demo");
+  write_demo(cluster, dir);
+  std::string states = cluster.manifest_dir("absent");
+  write_file(std::filesystem::path(states) / "remove.yaml", R"(old-settings:
+  object_absent:
+    apiVersion: v1
+    kind: ConfigMap
+    name: settings
+    namespace: demo
+    wait: {attempts: 10, sleep: 0.1}
+)");
+  auto absent = cluster.apply(states);
+  CHECK(absent.exit_code == 0);
+  CHECK(absent.out.find("already absent") != std::string::npos);
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+  auto test = cluster.test(states);
+  CHECK(test.exit_code == 1);
+  CHECK(test.out.find("would be deleted") != std::string::npos);
+  CHECK_FALSE(cluster.get("/api/v1/namespaces/demo/configmaps/settings").IsNull());
+  auto apply = cluster.apply(states);
+  CHECK(apply.exit_code == 0);
+  CHECK(apply.out.find("deleted") != std::string::npos);
+  CHECK(cluster.get("/api/v1/namespaces/demo/configmaps/settings").IsNull());
+}
+
+TEST_CASE("strategies: replace keeps the allocated clusterIP, create-only never updates") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("demo");
+  write_demo(cluster, dir);
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+  std::string cluster_ip = field(cluster.get("/api/v1/namespaces/demo/services/web"), {"spec", "clusterIP"});
+  REQUIRE_FALSE(cluster_ip.empty());
+
+  std::string states = cluster.manifest_dir("strategies");
+  write_file(std::filesystem::path(states) / "svc.yaml", R"(web-service:
+  object_present:
+    strategy: replace
+    manifest:
+      apiVersion: v1
+      kind: Service
+      metadata: {name: web, namespace: demo, labels: {tier: front}}
+      spec:
+        selector: {app: web}
+        ports: [{port: 8080, targetPort: 80}]
+settings-once:
+  object_present:
+    strategy: create-only
+    manifest:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: settings, namespace: demo}
+      data: {mode: "changed"}
+)");
+  SECTION("a 409 from a competing writer is retried") {
+    cluster.emulator.set_faults(R"({"failNext": 1, "failCode": 409, "method": "PUT"})");
+  }
+  auto apply = cluster.apply(states);
+  CHECK(apply.exit_code == 0);
+  auto service = cluster.get("/api/v1/namespaces/demo/services/web");
+  CHECK(field(service, {"spec", "clusterIP"}) == cluster_ip);
+  CHECK(field(service, {"metadata", "labels", "tier"}) == "front");
+  CHECK(field(cluster.get("/api/v1/namespaces/demo/configmaps/settings"), {"data", "mode"}) == "fast");
+  CHECK(apply.out.find("already exists (create-only") != std::string::npos);
+}
+
+TEST_CASE("an immutable field change fails naming the field, and recreate deletes and re-creates") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("demo");
+  write_demo(cluster, dir);
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+  std::string uid = field(cluster.get("/apis/apps/v1/namespaces/demo/deployments/web"), {"metadata", "uid"});
+  std::string changed = std::regex_replace(std::string(demo_objects), std::regex("matchLabels: \\{app: web\\}"),
+                                           "matchLabels: {app: web, track: stable}");
+  changed = std::regex_replace(changed, std::regex("labels: \\{app: web\\}\\n    spec:"),
+                               "labels: {app: web, track: stable}\n    spec:");
+  write_file(std::filesystem::path(dir) / "10-app.yaml", changed);
+  auto refused = cluster.apply(dir);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.out.find("spec.selector") != std::string::npos);
+  CHECK(refused.out.find("recreate: true") != std::string::npos);
+
+  std::string annotated = std::regex_replace(changed, std::regex("  name: web\\n  namespace: demo\\n  labels"),
+                                             "  name: web\n  namespace: demo\n  annotations: {kstate.io/recreate: "
+                                             "\"true\"}\n  labels");
+  write_file(std::filesystem::path(dir) / "10-app.yaml", annotated);
+  auto recreated = cluster.apply(dir);
+  CHECK(recreated.exit_code == 0);
+  CHECK(recreated.out.find("re-created") != std::string::npos);
+  auto deployment = cluster.get("/apis/apps/v1/namespaces/demo/deployments/web");
+  CHECK(field(deployment, {"metadata", "uid"}) != uid);
+  CHECK(field(deployment, {"spec", "selector", "matchLabels", "track"}) == "stable");
+}
+
+TEST_CASE("generateName objects are created once, never duplicated by later runs") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("gen");
+  write_file(std::filesystem::path(dir) / "job.yaml", R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  generateName: report-
+  namespace: default
+data: {kind: report}
+)");
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+  auto second = cluster.apply(dir);
+  CHECK(second.exit_code == 0);
+  CHECK(second.out.find("changed=0") != std::string::npos);
+  auto list = cluster.get("/api/v1/namespaces/default/configmaps");
+  int generated = 0;
+  for (const auto& item : json::find(list, "items")->GetArray()) {
+    generated += field(item, {"metadata", "name"}).rfind("report-", 0) == 0 ? 1 : 0;
+  }
+  CHECK(generated == 1);
+}
+
+TEST_CASE("Secret values never appear in any output format, and json/junit reports parse") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("secret");
+  auto secret = [](const std::string& value) {
+    // data holds valid base64 of "CANARY1111"/"CANARY2222"; stringData the same text.
+    return "apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: default}\n"
+           "stringData: {password: " +
+           value + "}\ndata: {token: \"" + value + "==\"}\n";
+  };
+  std::string live = "Q0FOQVJZMTExMQ";
+  std::string next = "Q0FOQVJZMjIyMg";
+  write_file(std::filesystem::path(dir) / "secret.yaml", secret(live));
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+  for (const char* format : {"text", "json", "junit"}) {
+    write_file(std::filesystem::path(dir) / "secret.yaml", secret(next));
+    auto test = cluster.test(dir, {"-o", format, "-v", "trace"});
+    auto apply = cluster.apply(dir, {"-o", format, "-v", "trace"});
+    std::swap(live, next);
+    INFO("format " << format);
+    CHECK(test.exit_code == 1);
+    CHECK(apply.exit_code == 0);
+    for (const auto* run : {&test, &apply}) {
+      for (const char* canary : {"Q0FOQVJZMTExMQ", "Q0FOQVJZMjIyMg", "CANARY"}) {
+        CHECK(run->out.find(canary) == std::string::npos);
+        CHECK(run->err.find(canary) == std::string::npos);
+      }
+      if (std::string(format) == "json") {
+        CHECK(json::parse(run->out).ok());
+      }
+      if (std::string(format) == "junit" && kstate::testing::program_available("python3")) {
+        auto parsed = kstate::testing::run_process(
+            {"python3", "-c", "import sys,xml.etree.ElementTree as E; E.fromstring(sys.stdin.read())"},
+            {.stdin_data = run->out});
+        CHECK(parsed.exit_code == 0);
+      }
+    }
+    if (std::string(format) == "text") {
+      CHECK(test.out.find("*** (after)") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("real manifests: kube-state-metrics applies, and its kustomization.yaml is named as not an object") {
+  Cluster cluster;
+  std::string dir = std::string(KSTATE_SHARED_TESTDATA) + "/real/kube-state-metrics-standard";
+  auto apply = cluster.apply(dir);
+  CHECK(apply.exit_code == 2);  // one file failed to load
+  CHECK(apply.out.find("kustomization.yaml") != std::string::npos);
+  CHECK(apply.out.find("Failed: 0") != std::string::npos);
+  CHECK_FALSE(cluster.get("/apis/apps/v1/namespaces/kube-system/deployments/kube-state-metrics").IsNull());
+  CHECK_FALSE(cluster.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/kube-state-metrics").IsNull());
+  auto again = cluster.apply(dir);
+  CHECK(again.out.find("changed=0") != std::string::npos);
+}
+
+TEST_CASE("usage and connection errors exit 2 with one clear line") {
+  Cluster cluster;
+  auto no_path = kstate::testing::run_process({KSTATE_BINARY, "apply"});
+  CHECK(no_path.exit_code == 2);
+  CHECK(no_path.err.find("no manifest file or directory given") != std::string::npos);
+  auto bad_kubeconfig = kstate::testing::run_process(
+      {KSTATE_BINARY, "apply", cluster.work.path().string(), "--kubeconfig", "/nonexistent/kubeconfig"});
+  CHECK(bad_kubeconfig.exit_code == 2);
+  CHECK(bad_kubeconfig.err.find("/nonexistent/kubeconfig") != std::string::npos);
+}
