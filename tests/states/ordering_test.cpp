@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <ctime>
 #include <map>
+#include <random>
 
 using namespace kstate;
 using states::PlanItem;
@@ -348,5 +349,89 @@ TEST_CASE("plan items are read from loaded states", "[ordering]") {
     CHECK(got.require == row.expected.require);
     CHECK(got.defines_group == row.expected.defines_group);
     CHECK(got.defines_kind == row.expected.defines_kind);
+  }
+}
+
+TEST_CASE("randomized directories plan consistently and cycles are reported as real chains", "[ordering][randomized]") {
+  std::mt19937 random(7);
+  const auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(random); };
+  struct Kind {
+    const char* group;
+    const char* kind;
+    bool namespaced;
+  };
+  const Kind kinds[] = {{"", "Namespace", false},
+                        {"", "ConfigMap", true},
+                        {"", "ServiceAccount", true},
+                        {"rbac.authorization.k8s.io", "Role", true},
+                        {"storage.k8s.io", "StorageClass", false},
+                        {"apps", "Deployment", true}};
+  for (int round = 0; round < 50; ++round) {
+    INFO("round " << round);
+    std::vector<PlanItem> items;
+    for (std::size_t i = 0; i < 200; ++i) {
+      const Kind& kind = kinds[pick(std::size(kinds))];
+      const Function function = pick(5) == 0 ? Function::object_absent : Function::object_present;
+      const std::string ns = kind.namespaced ? "ns-" + std::to_string(pick(4)) : "";
+      items.push_back(item("s" + std::to_string(i), kind.group, kind.kind, ns, "o" + std::to_string(i), {}, function));
+    }
+    // Requires that agree with tier order: on an earlier item of the same run position or before it.
+    const auto position = [](const PlanItem& it) {
+      const int tier = static_cast<int>(states::tier_of(it.group, it.kind));
+      return it.function == Function::object_absent ? 2 * states::tier_count - 1 - tier : tier;
+    };
+    for (std::size_t i = 1; i < items.size(); ++i) {
+      for (int r = 0; r < 2; ++r) {
+        const std::size_t target = pick(i);
+        if (position(items[target]) <= position(items[i]))
+          items[i].require.push_back(items[target].id);
+      }
+    }
+    auto plan = states::plan_order(items);
+    REQUIRE(plan.ok());
+    check_topological_order(*plan);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      for (const std::string& reference : items[i].require)
+        CHECK(std::count(plan->nodes[i].requires_nodes.begin(), plan->nodes[i].requires_nodes.end(),
+                         index_of(items, reference)) == 1);
+    }
+
+    // Close a loop among items of one position: the error must name a real chain.
+    std::map<int, std::vector<std::size_t>> by_position;
+    for (std::size_t i = 0; i < items.size(); ++i)
+      by_position[position(items[i])].push_back(i);
+    std::vector<std::size_t> group;
+    for (auto& [p, members] : by_position) {
+      if (members.size() >= 3) {
+        group = members;
+        break;
+      }
+    }
+    REQUIRE(group.size() >= 3);
+    const std::size_t a = group[0], b = group[1], c = group[2];
+    items[a].require.push_back(items[b].id);
+    items[b].require.push_back(items[c].id);
+    items[c].require.push_back(items[a].id);
+    auto cyclic = states::plan_order(items);
+    REQUIRE_FALSE(cyclic.ok());
+    std::string message = cyclic.error().message;
+    const std::string prefix = "dependency cycle: ";
+    REQUIRE(message.rfind(prefix, 0) == 0);
+    message = message.substr(prefix.size(), message.find(" (\"a -> b\"") - prefix.size());
+    std::vector<std::string> chain;
+    for (std::size_t start = 0;;) {
+      std::size_t arrow = message.find(" -> ", start);
+      chain.push_back(message.substr(start, arrow - start));
+      if (arrow == std::string::npos)
+        break;
+      start = arrow + 4;
+    }
+    INFO(cyclic.error().message);
+    REQUIRE(chain.size() >= 3);
+    CHECK(chain.front() == chain.back());
+    for (std::size_t k = 0; k + 1 < chain.size(); ++k) {
+      const auto& from = items[index_of(items, chain[k])];
+      CHECK(std::find(from.require.begin(), from.require.end(), chain[k + 1]) != from.require.end());
+    }
   }
 }
