@@ -47,7 +47,7 @@ TEST_CASE("a flag with a bad value fails when applied, naming the flag") {
   CHECK_THAT(config.error().message, Catch::StartsWith("--concurrency: expected an integer"));
 }
 
-TEST_CASE("-v is the short form of --log-level") {
+TEST_CASE("config flags: -v is the short form of --log-level") {
   auto overrides = parse_flags({"-v", "debug"});
   REQUIRE(overrides.size() == 1);
   CHECK(overrides[0].key == "log.level");
