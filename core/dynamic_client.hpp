@@ -1,0 +1,143 @@
+// DynamicClient: every verb for any resource (CRDs included) with no per-kind code,
+// as the OpenShift/Python DynamicClient and kube-rs `Api<DynamicObject>` do — request
+// building (request.hpp) + a Transport. Objects travel as JSON documents.
+//
+// Lifetimes: the awaitables are lazy; arguments passed by reference (ApiResource,
+// json::Value) must stay alive until the co_await completes — co_await the call in
+// the same expression, as in `auto pod = co_await client.get(pods, "default", "web");`.
+//
+// Also here: make_client() (kubeconfig -> credentials -> transport -> client in one
+// call) and run_sync() for synchronous callers such as the CLI.
+#pragma once
+
+#include <utility>
+// (blank line keeps <utility> first for Boost 1.74's awaitable.hpp)
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/api_resource.hpp"
+#include "core/json.hpp"
+#include "core/kubeconfig.hpp"
+#include "core/request.hpp"
+#include "core/transport.hpp"
+#include "core/watch.hpp"
+
+namespace kstate {
+
+// A running watch. next() returns the next event, nullopt when the server ended the
+// watch (timeoutSeconds, or a clean close): restart from the last resourceVersion.
+class WatchStream {
+ public:
+  explicit WatchStream(std::unique_ptr<ResponseStream> body) : body_(std::move(body)) {}
+  asio::awaitable<Result<std::optional<WatchEvent>>> next();
+
+ private:
+  std::unique_ptr<ResponseStream> body_;
+  WatchDecoder decoder_;
+  std::vector<WatchEvent> ready_;
+  std::size_t next_ready_ = 0;
+};
+
+class DynamicClient {
+ public:
+  explicit DynamicClient(Transport& transport) : transport_(transport) {}
+
+  asio::awaitable<Result<json::Document>> get(const ApiResource& resource, std::string ns, std::string name,
+                                              std::string subresource);
+  // Every page (limit per page: options.limit, default 500) merged into one List:
+  // the first page's apiVersion/kind/metadata.resourceVersion and all items.
+  asio::awaitable<Result<json::Document>> list(const ApiResource& resource, std::string ns, ListOptions options);
+  asio::awaitable<Result<json::Document>> create(const ApiResource& resource, std::string ns, const json::Value& object,
+                                                 WriteOptions options);
+  asio::awaitable<Result<json::Document>> replace(const ApiResource& resource, std::string ns, std::string name,
+                                                  const json::Value& object, WriteOptions options,
+                                                  std::string subresource);
+  // `body` in the format of `type`: a merge patch, a JSON patch array, a strategic
+  // merge patch, or the full apply configuration (JSON is valid YAML).
+  asio::awaitable<Result<json::Document>> patch(const ApiResource& resource, std::string ns, std::string name,
+                                                PatchType type, std::string body, WriteOptions options,
+                                                std::string subresource);
+  // Returns what the server returns: the object (being deleted, with finalizers or
+  // deletionTimestamp) or a Status.
+  asio::awaitable<Result<json::Document>> remove(const ApiResource& resource, std::string ns, std::string name,
+                                                 DeleteOptions options);
+  asio::awaitable<Result<json::Document>> delete_collection(const ApiResource& resource, std::string ns,
+                                                            ListOptions list_options, DeleteOptions options);
+  asio::awaitable<Result<WatchStream>> watch(const ApiResource& resource, std::string ns, ListOptions options);
+
+  // Overloads with the default options. They are plain functions, not coroutines: GCC 12
+  // destroys default-argument temporaries of a coroutine call made inside another
+  // coroutine twice, so the coroutines above take every argument explicitly.
+  asio::awaitable<Result<json::Document>> get(const ApiResource& resource, std::string ns, std::string name) {
+    return get(resource, std::move(ns), std::move(name), std::string());
+  }
+  asio::awaitable<Result<json::Document>> list(const ApiResource& resource, std::string ns) {
+    return list(resource, std::move(ns), ListOptions{});
+  }
+  asio::awaitable<Result<json::Document>> create(const ApiResource& resource, std::string ns,
+                                                 const json::Value& object) {
+    return create(resource, std::move(ns), object, WriteOptions{});
+  }
+  asio::awaitable<Result<json::Document>> replace(const ApiResource& resource, std::string ns, std::string name,
+                                                  const json::Value& object, WriteOptions options = WriteOptions{}) {
+    return replace(resource, std::move(ns), std::move(name), object, std::move(options), std::string());
+  }
+  asio::awaitable<Result<json::Document>> patch(const ApiResource& resource, std::string ns, std::string name,
+                                                PatchType type, std::string body,
+                                                WriteOptions options = WriteOptions{}) {
+    return patch(resource, std::move(ns), std::move(name), type, std::move(body), std::move(options), std::string());
+  }
+  asio::awaitable<Result<json::Document>> remove(const ApiResource& resource, std::string ns, std::string name) {
+    return remove(resource, std::move(ns), std::move(name), DeleteOptions{});
+  }
+  asio::awaitable<Result<json::Document>> delete_collection(const ApiResource& resource, std::string ns,
+                                                            ListOptions list_options = ListOptions{}) {
+    return delete_collection(resource, std::move(ns), std::move(list_options), DeleteOptions{});
+  }
+  asio::awaitable<Result<WatchStream>> watch(const ApiResource& resource, std::string ns) {
+    return watch(resource, std::move(ns), ListOptions{});
+  }
+
+  Transport& transport() { return transport_; }
+
+ private:
+  asio::awaitable<Result<json::Document>> send_for_object(Result<Request> request);
+
+  Transport& transport_;
+};
+
+// A ready-to-use client: configuration, transport and DynamicClient.
+struct Client {
+  ClientConfig config;
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<DynamicClient> dynamic;
+};
+// Resolves the kubeconfig (kubeconfig.hpp) and builds the transport on `executor`.
+Result<std::unique_ptr<Client>> make_client(asio::any_io_executor executor, const KubeconfigSources& sources,
+                                            TransportOptions options = {});
+
+// Runs an awaitable to completion on `io` (which must not be running elsewhere) and
+// returns its value: the bridge for synchronous callers (CLI, tests). Exceptions
+// thrown inside propagate.
+template <class T>
+T run_sync(asio::io_context& io, asio::awaitable<T> task) {
+  std::optional<T> result;
+  std::exception_ptr failure;
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { result.emplace(co_await std::move(task)); },
+      [&](std::exception_ptr error) { failure = error; });
+  io.restart();
+  io.run();
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+  return std::move(*result);
+}
+
+}  // namespace kstate
