@@ -1,0 +1,213 @@
+// Discovery against kstate-emulator: aggregated (v2 and v2beta1 documents) and
+// legacy discovery give the same resources; the disk cache answers with zero
+// requests; a stale cache is revalidated by ETag; a corrupt cache is ignored; a new
+// CRD's kind resolves after exactly one refetch; a failing group-version is reported
+// and skipped.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <set>
+#include <thread>
+
+#include "core/dynamic_client.hpp"
+#include "discovery/client.hpp"
+#include "tests/support/emulator.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace kstate;
+using namespace kstate::discovery;
+using kstate::testing::Emulator;
+using kstate::testing::TempDir;
+
+namespace {
+
+const char* widget_crd = R"({
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "widgets.example.com"},
+  "spec": {"group": "example.com", "scope": "Namespaced",
+    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+    "versions": [{"name": "v1", "served": true, "storage": true,
+      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})";
+
+struct Session {
+  boost::asio::io_context io;
+  std::unique_ptr<Client> client;
+  explicit Session(const Emulator& emulator) {
+    KubeconfigSources sources;
+    sources.kubeconfig_flag = emulator.kubeconfig_path().string();
+    TransportOptions options;
+    options.retry.backoff_base = std::chrono::milliseconds(5);
+    options.retry.max_retries = 2;
+    auto made = make_client(io.get_executor(), sources, options);
+    REQUIRE(made.ok());
+    client = std::move(made.value());
+  }
+};
+
+std::set<std::string> resource_set(const std::vector<ApiResource>& resources) {
+  std::set<std::string> out;
+  for (const auto& resource : resources) {
+    out.insert(resource.api_version() + " " + resource.plural + " " + resource.kind + " " +
+               (resource.namespaced ? "namespaced" : "cluster") + (resource.preferred_version ? " preferred" : ""));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("aggregated discovery fills the mapper; the cache then answers with zero requests", "[discovery]") {
+  Emulator emulator;
+  TempDir cache;
+  Session session(emulator);
+  DiscoveryOptions options;
+  options.cache_dir = cache.path().string();
+  {
+    DiscoveryClient discovery(*session.client->transport, session.client->config.server, options);
+    REQUIRE(run_sync(session.io, discovery.load()).ok());
+    CHECK(discovery.stats().format == "aggregated v2");
+    CHECK(discovery.stats().requests == 2);
+    CHECK_FALSE(discovery.stats().from_cache);
+    const auto* deployments = discovery.mapper().find({"apps", "v1", "Deployment"});
+    REQUIRE(deployments != nullptr);
+    CHECK(deployments->plural == "deployments");
+    CHECK(deployments->namespaced);
+    CHECK(deployments->has_subresource("scale"));
+    CHECK(deployments->supports("patch"));
+    auto by_short_name = discovery.mapper().lookup("cm");
+    REQUIRE_FALSE(by_short_name.empty());
+    CHECK(by_short_name[0]->kind == "ConfigMap");
+    REQUIRE_FALSE(discovery.mapper().lookup("deployments.apps").empty());
+    const auto* namespaces = discovery.mapper().find({"", "v1", "Namespace"});
+    REQUIRE(namespaces != nullptr);
+    CHECK_FALSE(namespaces->namespaced);
+  }
+  // Files are private: folders 0700, the entry 0600.
+  auto file = cache_file_for(cache.path().string(), session.client->config.server);
+  struct stat info {};
+  REQUIRE(::stat(file.c_str(), &info) == 0);
+  CHECK((info.st_mode & 0777) == 0600);
+  REQUIRE(::stat(std::filesystem::path(file).parent_path().c_str(), &info) == 0);
+  CHECK((info.st_mode & 0777) == 0700);
+
+  emulator.reset_request_log();
+  DiscoveryClient cached(*session.client->transport, session.client->config.server, options);
+  REQUIRE(run_sync(session.io, cached.load()).ok());
+  CHECK(cached.stats().from_cache);
+  CHECK(cached.stats().requests == 0);
+  CHECK(emulator.count_requests("", "/api") == 0);
+  CHECK(cached.mapper().find({"apps", "v1", "Deployment"}) != nullptr);
+
+  // Past the TTL the cache is revalidated with its ETags: 304, same data, two requests.
+  DiscoveryOptions later = options;
+  later.clock = [] { return std::chrono::system_clock::now() + std::chrono::hours(7); };
+  DiscoveryClient stale(*session.client->transport, session.client->config.server, later);
+  REQUIRE(run_sync(session.io, stale.load()).ok());
+  CHECK(stale.stats().revalidated);
+  CHECK(stale.stats().requests == 2);
+  CHECK(resource_set(stale.mapper().resources()) == resource_set(cached.mapper().resources()));
+
+  // A corrupt entry (checksum mismatch) is ignored, not trusted.
+  std::string text = kstate::testing::read_file(file);
+  text[text.size() / 2] = text[text.size() / 2] == 'a' ? 'b' : 'a';
+  kstate::testing::write_file(file, text);
+  DiscoveryClient after_corruption(*session.client->transport, session.client->config.server, options);
+  REQUIRE(run_sync(session.io, after_corruption.load()).ok());
+  CHECK_FALSE(after_corruption.stats().from_cache);
+  CHECK(after_corruption.stats().requests == 2);
+}
+
+TEST_CASE("legacy discovery and both aggregated formats give the same resources", "[discovery]") {
+  Emulator emulator;
+  Session session(emulator);
+  DiscoveryOptions no_cache;
+  no_cache.use_cache = false;
+  DiscoveryClient aggregated(*session.client->transport, session.client->config.server, no_cache);
+  REQUIRE(run_sync(session.io, aggregated.load()).ok());
+
+  DiscoveryOptions legacy_options = no_cache;
+  legacy_options.legacy_only = true;
+  emulator.reset_request_log();
+  DiscoveryClient legacy(*session.client->transport, session.client->config.server, legacy_options);
+  REQUIRE(run_sync(session.io, legacy.load()).ok());
+  CHECK(legacy.stats().format == "legacy");
+  CHECK(legacy.stats().failures.empty());
+  // /api, /apis and one request per group-version.
+  CHECK(legacy.stats().requests > 3);
+  CHECK(emulator.count_requests("GET", "/apis/apps/v1") == 1);
+  CHECK(resource_set(legacy.mapper().resources()) == resource_set(aggregated.mapper().resources()));
+  const auto* deployments = legacy.mapper().find({"apps", "v1", "Deployment"});
+  REQUIRE(deployments != nullptr);
+  CHECK(deployments->has_subresource("status"));
+
+  // The v2beta1 document parses to the same resources as v2.
+  for (const char* version : {"v2", "v2beta1"}) {
+    INFO(version);
+    std::string accept =
+        std::string("application/json;g=apidiscovery.k8s.io;v=") + version + ";as=APIGroupDiscoveryList";
+    auto core = emulator.request("GET", "/api", "", "application/json", std::nullopt, {{"Accept", accept}});
+    auto groups = emulator.request("GET", "/apis", "", "application/json", std::nullopt, {{"Accept", accept}});
+    REQUIRE(core.status == 200);
+    REQUIRE(groups.headers["content-type"].find(std::string("v=") + version) != std::string::npos);
+    std::vector<GroupVersionFailure> failures;
+    auto parsed_core = parse_aggregated(core.body, failures);
+    auto parsed_groups = parse_aggregated(groups.body, failures);
+    REQUIRE(parsed_core.ok());
+    REQUIRE(parsed_groups.ok());
+    auto all = parsed_core.value();
+    all.insert(all.end(), parsed_groups->begin(), parsed_groups->end());
+    CHECK(resource_set(all) == resource_set(aggregated.mapper().resources()));
+  }
+}
+
+TEST_CASE("a failing group-version is reported and skipped, not fatal", "[discovery]") {
+  Emulator emulator;
+  TempDir cache;
+  Session session(emulator);
+  emulator.set_faults(R"({"failNext": 100, "failCode": 503, "pathPrefix": "/apis/apps/v1"})");
+  DiscoveryOptions options;
+  options.cache_dir = cache.path().string();
+  options.legacy_only = true;
+  DiscoveryClient discovery(*session.client->transport, session.client->config.server, options);
+  REQUIRE(run_sync(session.io, discovery.load()).ok());
+  REQUIRE(discovery.stats().failures.size() == 1);
+  CHECK(discovery.stats().failures[0].group_version == "apps/v1");
+  CHECK(discovery.stats().failures[0].error.http_status == 503);
+  CHECK(discovery.mapper().find({"apps", "v1", "Deployment"}) == nullptr);
+  CHECK(discovery.mapper().find({"", "v1", "ConfigMap"}) != nullptr);
+  // An incomplete answer is not cached.
+  CHECK_FALSE(std::filesystem::exists(cache_file_for(cache.path().string(), session.client->config.server)));
+  emulator.clear_faults();
+}
+
+TEST_CASE("a kind that is not found refetches exactly once, so a new CRD resolves", "[discovery]") {
+  Emulator emulator;
+  TempDir cache;
+  Session session(emulator);
+  DiscoveryOptions options;
+  options.cache_dir = cache.path().string();
+  DiscoveryClient discovery(*session.client->transport, session.client->config.server, options);
+  REQUIRE(run_sync(session.io, discovery.load()).ok());
+  CHECK(discovery.mapper().find({"example.com", "v1", "Widget"}) == nullptr);
+
+  auto created = emulator.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd);
+  REQUIRE(created.status == 201);
+  // The emulator establishes CRDs after a short delay, as kube-apiserver does.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+
+  emulator.reset_request_log();
+  auto widget = run_sync(session.io, discovery.resolve({"example.com", "v1", "Widget"}));
+  REQUIRE(widget.ok());
+  CHECK(widget->plural == "widgets");
+  CHECK(widget->short_names == std::vector<std::string>{"wd"});
+  CHECK(emulator.count_requests("GET", "/api") == 2);  // one aggregated refetch: /api and /apis
+
+  // A kind the server does not have: one refetch, then NotFound; asking again costs nothing.
+  emulator.reset_request_log();
+  auto missing = run_sync(session.io, discovery.resolve({"example.com", "v1", "Gadget"}));
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == ErrorKind::not_found);
+  CHECK(emulator.count_requests("GET", "/api") == 2);
+  emulator.reset_request_log();
+  CHECK_FALSE(run_sync(session.io, discovery.resolve({"example.com", "v1", "Gadget"})).ok());
+  CHECK(emulator.count_requests("GET", "/api") == 0);
+}
