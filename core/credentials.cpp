@@ -1,0 +1,340 @@
+// Credential sources: token, token file, basic auth, exec plugins, in-cluster.
+#include "core/credentials.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "core/encoding.hpp"
+#include "core/json.hpp"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace kstate {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+std::string trim(std::string text) {
+  auto is_space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (!text.empty() && is_space(text.back())) {
+    text.pop_back();
+  }
+  std::size_t start = 0;
+  while (start < text.size() && is_space(text[start])) {
+    ++start;
+  }
+  return text.substr(start);
+}
+
+class KubeconfigCredentialSource final : public CredentialSource {
+ public:
+  KubeconfigCredentialSource(ClientConfig config, CredentialOptions options)
+      : config_(std::move(config)), options_(std::move(options)) {
+    if (!options_.exec_runner) {
+      options_.exec_runner = [](const ExecConfig& exec, const std::string& info) {
+        return run_exec_plugin(exec, info);
+      };
+    }
+  }
+
+  Result<Credentials> get(bool after_unauthorized) override {
+    Credentials credentials;
+    credentials.client_certificate_pem = config_.client_certificate_pem;
+    credentials.client_key_pem = config_.client_key_pem;
+    if (config_.exec) {
+      auto now = options_.clock();
+      bool expired = exec_cache_ && exec_cache_->expiration && *exec_cache_->expiration <= now;
+      if (!exec_cache_ || expired || after_unauthorized) {
+        auto output = options_.exec_runner(*config_.exec, exec_info_json(*config_.exec, config_));
+        if (!output) {
+          return output.error();
+        }
+        auto status = parse_exec_credential(output.value(), config_.exec->api_version);
+        if (!status) {
+          return status.error();
+        }
+        exec_cache_ = std::move(status.value());
+      }
+      if (!exec_cache_->token.empty()) {
+        credentials.authorization = "Bearer " + exec_cache_->token;
+      }
+      if (!exec_cache_->client_certificate_pem.empty()) {
+        credentials.client_certificate_pem = exec_cache_->client_certificate_pem;
+        credentials.client_key_pem = exec_cache_->client_key_pem;
+      }
+      return credentials;
+    }
+    if (!config_.token_file.empty()) {
+      auto now = options_.clock();
+      if (!file_token_read_ || now - file_token_read_at_ >= options_.token_file_refresh || after_unauthorized) {
+        std::ifstream in(config_.token_file, std::ios::binary);
+        std::ostringstream content;
+        if (in) {
+          content << in.rdbuf();
+        }
+        std::string token = trim(content.str());
+        if (!in || token.empty()) {
+          // Keep serving the last good token while a rotation is in progress.
+          if (file_token_.empty() && config_.token.empty()) {
+            return Error(ErrorKind::config, "cannot read the bearer token file " + config_.token_file);
+          }
+        } else {
+          file_token_ = std::move(token);
+        }
+        file_token_read_ = true;
+        file_token_read_at_ = now;
+      }
+      const std::string& token = file_token_.empty() ? config_.token : file_token_;
+      credentials.authorization = "Bearer " + token;
+      return credentials;
+    }
+    if (!config_.token.empty()) {
+      credentials.authorization = "Bearer " + config_.token;
+    } else if (!config_.username.empty() || !config_.password.empty()) {
+      credentials.authorization = "Basic " + encoding::base64_encode(config_.username + ":" + config_.password);
+    }
+    return credentials;
+  }
+
+ private:
+  ClientConfig config_;
+  CredentialOptions options_;
+  std::optional<ExecCredentialStatus> exec_cache_;
+  std::string file_token_;
+  bool file_token_read_ = false;
+  Clock::time_point file_token_read_at_{};
+};
+
+}  // namespace
+
+std::optional<Clock::time_point> parse_rfc3339(std::string_view text) {
+  std::string value(text);
+  std::tm tm{};
+  const char* rest = strptime(value.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) {
+    return std::nullopt;
+  }
+  if (*rest == '.') {  // fractional seconds: ignored (sub-second precision is irrelevant here)
+    ++rest;
+    while (*rest >= '0' && *rest <= '9') {
+      ++rest;
+    }
+  }
+  long offset_seconds = 0;
+  if (*rest == 'Z' || *rest == 'z') {
+    ++rest;
+  } else if (*rest == '+' || *rest == '-') {
+    int hours = 0;
+    int minutes = 0;
+    if (std::sscanf(rest + 1, "%2d:%2d", &hours, &minutes) != 2) {
+      return std::nullopt;
+    }
+    offset_seconds = (*rest == '+' ? 1 : -1) * (hours * 3600L + minutes * 60L);
+    rest += 6;
+  } else {
+    return std::nullopt;
+  }
+  if (*rest != '\0') {
+    return std::nullopt;
+  }
+  std::time_t utc = timegm(&tm) - offset_seconds;
+  return Clock::from_time_t(utc);
+}
+
+std::string exec_info_json(const ExecConfig& exec, const ClientConfig& config) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  writer.Key("apiVersion");
+  writer.String(exec.api_version);
+  writer.Key("kind");
+  writer.String("ExecCredential");
+  writer.Key("spec");
+  writer.StartObject();
+  writer.Key("interactive");
+  writer.Bool(false);
+  if (exec.provide_cluster_info) {
+    writer.Key("cluster");
+    writer.StartObject();
+    writer.Key("server");
+    writer.String(config.server);
+    if (!config.tls_server_name.empty()) {
+      writer.Key("tls-server-name");
+      writer.String(config.tls_server_name);
+    }
+    if (config.insecure_skip_tls_verify) {
+      writer.Key("insecure-skip-tls-verify");
+      writer.Bool(true);
+    }
+    if (!config.certificate_authority_pem.empty()) {
+      writer.Key("certificate-authority-data");
+      writer.String(encoding::base64_encode(config.certificate_authority_pem));
+    }
+    writer.EndObject();
+  }
+  writer.EndObject();
+  writer.EndObject();
+  return buffer.GetString();
+}
+
+Result<ExecCredentialStatus> parse_exec_credential(std::string_view output, std::string_view expected_api_version) {
+  // Never quote the output in errors: it holds the credential.
+  auto document = json::parse(output);
+  if (!document || !document->IsObject()) {
+    return Error(ErrorKind::config, "exec plugin output is not a JSON ExecCredential");
+  }
+  if (json::get_string(*document, "kind") != "ExecCredential") {
+    return Error(ErrorKind::config, "exec plugin output is not of kind ExecCredential");
+  }
+  auto api_version = json::get_string(*document, "apiVersion");
+  if (api_version != expected_api_version) {
+    return Error(ErrorKind::config, "exec plugin returned apiVersion \"" + std::string(api_version.value_or("")) +
+                                        "\", expected \"" + std::string(expected_api_version) + "\"");
+  }
+  const auto* status = json::find(*document, "status");
+  if (status == nullptr || !status->IsObject()) {
+    return Error(ErrorKind::config, "exec plugin output has no status");
+  }
+  ExecCredentialStatus result;
+  result.token = std::string(json::string_or(json::find(*status, "token"), ""));
+  result.client_certificate_pem = std::string(json::string_or(json::find(*status, "clientCertificateData"), ""));
+  result.client_key_pem = std::string(json::string_or(json::find(*status, "clientKeyData"), ""));
+  if (result.token.empty() && result.client_certificate_pem.empty()) {
+    return Error(ErrorKind::config, "exec plugin returned neither a token nor a client certificate");
+  }
+  if (result.client_certificate_pem.empty() != result.client_key_pem.empty()) {
+    return Error(ErrorKind::config, "exec plugin returned a client certificate without a key, or a key alone");
+  }
+  if (auto expiration = json::get_string(*status, "expirationTimestamp"); expiration && !expiration->empty()) {
+    result.expiration = parse_rfc3339(*expiration);
+    if (!result.expiration) {
+      return Error(ErrorKind::config, "exec plugin returned an invalid expirationTimestamp");
+    }
+  }
+  return result;
+}
+
+Result<std::string> run_exec_plugin(const ExecConfig& exec, const std::string& exec_info,
+                                    std::chrono::milliseconds timeout) {
+  std::vector<std::string> environment;
+  auto overridden = [&](std::string_view entry) {
+    auto name = entry.substr(0, entry.find('='));
+    if (name == "KUBERNETES_EXEC_INFO") {
+      return true;
+    }
+    for (const auto& [key, value] : exec.env) {
+      if (key == name) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (!overridden(*entry)) {
+      environment.emplace_back(*entry);
+    }
+  }
+  for (const auto& [key, value] : exec.env) {
+    environment.push_back(key + "=" + value);
+  }
+  environment.push_back("KUBERNETES_EXEC_INFO=" + exec_info);
+  std::vector<char*> envp;
+  for (auto& entry : environment) {
+    envp.push_back(entry.data());
+  }
+  envp.push_back(nullptr);
+  std::vector<std::string> arguments{exec.command};
+  arguments.insert(arguments.end(), exec.args.begin(), exec.args.end());
+  std::vector<char*> argv;
+  for (auto& argument : arguments) {
+    argv.push_back(argument.data());
+  }
+  argv.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return Error(ErrorKind::io, std::string("exec plugin: pipe: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  pid_t pid = 0;
+  int spawn_error = posix_spawnp(&pid, exec.command.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipe_fds[1]);
+  if (spawn_error != 0) {
+    close(pipe_fds[0]);
+    std::string message = "exec plugin \"" + exec.command + "\" could not be started: " + std::strerror(spawn_error);
+    if (!exec.install_hint.empty()) {
+      message += "\n" + exec.install_hint;
+    }
+    return Error(ErrorKind::config, message);
+  }
+  std::string output;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  for (;;) {
+    auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (remaining <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd descriptor{pipe_fds[0], POLLIN, 0};
+    int ready = poll(&descriptor, 1, static_cast<int>(remaining));
+    if (ready < 0 && errno == EINTR) {
+      continue;
+    }
+    if (ready <= 0) {
+      timed_out = ready == 0;
+      break;
+    }
+    char chunk[4096];
+    auto count = read(pipe_fds[0], chunk, sizeof chunk);
+    if (count < 0 && errno == EINTR) {
+      continue;
+    }
+    if (count <= 0) {
+      break;
+    }
+    output.append(chunk, static_cast<std::size_t>(count));
+    if (output.size() > 1024 * 1024) {
+      timed_out = false;
+      break;
+    }
+  }
+  close(pipe_fds[0]);
+  if (timed_out) {
+    kill(pid, SIGKILL);
+  }
+  int wait_status = 0;
+  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return Error(ErrorKind::timeout, "exec plugin \"" + exec.command + "\" did not finish in time");
+  }
+  if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
+    return Error(ErrorKind::config, "exec plugin \"" + exec.command + "\" failed (exit status " +
+                                        std::to_string(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1) + ")");
+  }
+  return output;
+}
+
+std::unique_ptr<CredentialSource> make_credential_source(const ClientConfig& config, CredentialOptions options) {
+  return std::make_unique<KubeconfigCredentialSource>(config, std::move(options));
+}
+
+}  // namespace kstate

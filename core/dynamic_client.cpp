@@ -1,0 +1,161 @@
+// DynamicClient verbs on top of request building and a Transport.
+#include "core/dynamic_client.hpp"
+
+namespace kstate {
+namespace {
+
+Result<json::Document> parse_body(const Response& response, const Request& request) {
+  if (response.body.empty()) {
+    json::Document empty;
+    empty.SetObject();
+    return empty;
+  }
+  auto document = json::parse(response.body);
+  if (!document) {
+    return Error(ErrorKind::invalid,
+                 request.verb + " " + request.path + ": the server's answer is not JSON: " + document.error().message);
+  }
+  return document;
+}
+
+}  // namespace
+
+asio::awaitable<Result<std::optional<WatchEvent>>> WatchStream::next() {
+  while (next_ready_ >= ready_.size()) {
+    ready_.clear();
+    next_ready_ = 0;
+    auto chunk = co_await body_->read_some();
+    if (!chunk) {
+      co_return chunk.error();
+    }
+    if (chunk->empty()) {
+      if (decoder_.has_partial_event()) {
+        co_return Error(ErrorKind::connection, "watch stream ended in the middle of an event");
+      }
+      co_return std::optional<WatchEvent>();
+    }
+    auto events = decoder_.feed(chunk.value());
+    if (!events) {
+      co_return events.error();
+    }
+    ready_ = std::move(events.value());
+  }
+  co_return std::optional<WatchEvent>(std::move(ready_[next_ready_++]));
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::send_for_object(Result<Request> request) {
+  if (!request) {
+    co_return request.error();
+  }
+  auto response = co_await transport_.send(request.value());
+  if (!response) {
+    co_return response.error();
+  }
+  co_return parse_body(response.value(), request.value());
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::get(const ApiResource& resource, std::string ns,
+                                                           std::string name, std::string subresource) {
+  co_return co_await send_for_object(requests::get(resource, ns, name, subresource));
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::list(const ApiResource& resource, std::string ns,
+                                                            ListOptions options) {
+  if (options.limit <= 0) {
+    options.limit = 500;  // kubectl's chunk size
+  }
+  json::Document merged;
+  json::Value items(rapidjson::kArrayType);
+  bool first = true;
+  for (;;) {
+    auto page = co_await send_for_object(requests::list(resource, ns, options));
+    if (!page) {
+      co_return page.error();
+    }
+    auto& document = page.value();
+    if (auto* page_items = json::find(document, "items"); page_items != nullptr && page_items->IsArray()) {
+      for (auto& item : page_items->GetArray()) {
+        items.PushBack(json::Value(item, merged.GetAllocator()), merged.GetAllocator());
+      }
+    }
+    std::string continue_token(json::string_or(json::find_path(document, {"metadata", "continue"}), ""));
+    if (first) {
+      merged.CopyFrom(document, merged.GetAllocator());
+      first = false;
+    }
+    if (continue_token.empty()) {
+      break;
+    }
+    options.continue_token = continue_token;
+  }
+  if (!merged.IsObject()) {
+    merged.SetObject();
+  }
+  json::set(merged, "items", std::move(items), merged.GetAllocator());
+  if (auto* metadata = json::find(merged, "metadata"); metadata != nullptr && metadata->IsObject()) {
+    metadata->RemoveMember("continue");
+    metadata->RemoveMember("remainingItemCount");
+  }
+  co_return std::move(merged);
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::create(const ApiResource& resource, std::string ns,
+                                                              const json::Value& object, WriteOptions options) {
+  co_return co_await send_for_object(requests::create(resource, ns, json::dump(object), options));
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::replace(const ApiResource& resource, std::string ns,
+                                                               std::string name, const json::Value& object,
+                                                               WriteOptions options, std::string subresource) {
+  co_return co_await send_for_object(requests::replace(resource, ns, name, json::dump(object), options, subresource));
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::patch(const ApiResource& resource, std::string ns,
+                                                             std::string name, PatchType type, std::string body,
+                                                             WriteOptions options, std::string subresource) {
+  co_return co_await send_for_object(requests::patch(resource, ns, name, type, std::move(body), options, subresource));
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::remove(const ApiResource& resource, std::string ns,
+                                                              std::string name, DeleteOptions options) {
+  co_return co_await send_for_object(requests::remove(resource, ns, name, options));
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::delete_collection(const ApiResource& resource, std::string ns,
+                                                                         ListOptions list_options,
+                                                                         DeleteOptions options) {
+  co_return co_await send_for_object(requests::delete_collection(resource, ns, list_options, options));
+}
+
+asio::awaitable<Result<WatchStream>> DynamicClient::watch(const ApiResource& resource, std::string ns,
+                                                          ListOptions options) {
+  auto request = requests::watch(resource, ns, options);
+  if (!request) {
+    co_return request.error();
+  }
+  auto stream = co_await transport_.open_stream(std::move(request.value()));
+  if (!stream) {
+    co_return stream.error();
+  }
+  co_return WatchStream(std::move(stream.value()));
+}
+
+Result<std::unique_ptr<Client>> make_client(asio::any_io_executor executor, const KubeconfigSources& sources,
+                                            TransportOptions options) {
+  auto config = load_client_config(sources);
+  if (!config) {
+    return config.error();
+  }
+  auto transport = make_http_transport(std::move(executor), config.value(), make_credential_source(config.value()),
+                                       std::move(options));
+  if (!transport) {
+    return transport.error();
+  }
+  auto client = std::make_unique<Client>();
+  client->config = std::move(config.value());
+  client->transport = std::move(transport.value());
+  client->dynamic = std::make_unique<DynamicClient>(*client->transport);
+  return client;
+}
+
+}  // namespace kstate

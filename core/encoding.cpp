@@ -1,0 +1,58 @@
+// OpenSSL-backed base64 and SHA-256.
+#include "core/encoding.hpp"
+
+#include <openssl/evp.h>
+
+#include <vector>
+
+namespace kstate::encoding {
+
+std::string base64_encode(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(written));
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  std::string compact;
+  compact.reserve(text.size());
+  for (char c : text) {
+    if (c != '\n' && c != '\r' && c != ' ' && c != '\t') {
+      compact += c;
+    }
+  }
+  if (compact.size() % 4 != 0) {
+    return std::nullopt;
+  }
+  std::string out(compact.size() / 4 * 3, '\0');
+  int written =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(compact.data()), static_cast<int>(compact.size()));
+  if (written < 0) {
+    return std::nullopt;
+  }
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  std::size_t padding = 0;
+  if (!compact.empty() && compact.back() == '=') {
+    padding = compact.size() >= 2 && compact[compact.size() - 2] == '=' ? 2 : 1;
+  }
+  out.resize(static_cast<std::size_t>(written) - padding);
+  return out;
+}
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < length; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 0x0F];
+  }
+  return out;
+}
+
+}  // namespace kstate::encoding

@@ -1,0 +1,17 @@
+// Small encodings built on OpenSSL: base64 (kubeconfig *-data fields, basic auth,
+// exec cluster info) and SHA-256 (discovery cache checksums).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kstate::encoding {
+
+std::string base64_encode(std::string_view bytes);
+// nullopt when the text is not valid base64 (whitespace and newlines are ignored).
+std::optional<std::string> base64_decode(std::string_view text);
+// Lower-case hex SHA-256 of the bytes.
+std::string sha256_hex(std::string_view bytes);
+
+}  // namespace kstate::encoding

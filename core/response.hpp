@@ -1,0 +1,33 @@
+// An HTTP response from the API server and the decoding of non-2xx responses into a
+// kstate::Error: the body is read as a Kubernetes `Status` (reason, message,
+// details.causes, details.retryAfterSeconds) so callers can classify failures (not
+// found, conflict, invalid, forbidden, retryable) without parsing text.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace kstate {
+
+struct Response {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
+  std::string body;
+
+  // The first header with this (lower-case) name, or "" when absent.
+  std::string_view header(std::string_view lower_case_name) const;
+};
+
+// The ErrorKind of an HTTP status code and Status.reason (409 AlreadyExists vs Conflict).
+ErrorKind error_kind_of(int http_status, std::string_view reason);
+
+// Decodes a non-2xx response. A body that is not a Status still gives a useful
+// message (the status line and the first bytes of the body). `retry_after` is the
+// Retry-After header value (seconds; HTTP dates are not sent by the API server).
+Error error_from_response(int http_status, std::string_view body, std::string_view retry_after = {});
+
+}  // namespace kstate

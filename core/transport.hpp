@@ -1,0 +1,94 @@
+// The seam between kstate and the network: an abstract Transport that sends a
+// Request and returns a Response (or an Error decoded from the Status of any non-2xx
+// answer), plus the streaming variant used by watch. The real one (make_http_transport)
+// speaks HTTP/1.1 over TLS with Boost.Beast; tests and the states layer can substitute
+// a fake (tests/support/fake_transport.hpp).
+//
+// Threading: a transport and everything built on it is used from one io_context run
+// by one thread (the daemon's model); it is not thread-safe.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs std::exchange
+// (keep the blank line: clang-format must not move <utility> below Asio)
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/credentials.hpp"
+#include "core/error.hpp"
+#include "core/kubeconfig.hpp"
+#include "core/request.hpp"
+#include "core/response.hpp"
+#include "core/retry.hpp"
+
+namespace kstate {
+
+namespace asio = boost::asio;
+
+// Counters for /metrics: requests by "VERB CODE" (code 0: no HTTP answer) and retries.
+struct TransportStats {
+  std::map<std::string, std::uint64_t> requests;  // e.g. {"GET 200": 12, "POST 0": 1}
+  std::uint64_t retries = 0;
+  std::uint64_t total_requests() const;
+};
+
+// The body of a streaming response (watch), read chunk by chunk.
+class ResponseStream {
+ public:
+  virtual ~ResponseStream() = default;
+  // The next bytes of the body; an empty string when the stream ended cleanly.
+  virtual asio::awaitable<Result<std::string>> read_some() = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Sends the request (with retries as the policy allows) and reads the whole
+  // response. 2xx and 304 are returned; any other status becomes an Error built from
+  // the Status body (http_status, reason, message, causes, retry_after_seconds).
+  virtual asio::awaitable<Result<Response>> send(Request request) = 0;
+  // Sends a streaming request (watch) and returns once the headers arrived with 2xx.
+  virtual asio::awaitable<Result<std::unique_ptr<ResponseStream>>> open_stream(Request request) = 0;
+  virtual TransportStats stats() const = 0;
+};
+
+struct TransportOptions {
+  double qps = 50.0;  // --qps; <= 0: unlimited
+  int burst = 100;    // --burst
+  std::size_t max_in_flight = 32;
+  std::chrono::milliseconds request_timeout{30'000};          // per attempt: connect + send + whole response
+  std::chrono::milliseconds watch_idle_timeout{330'000};      // a watch with no byte for this long is dead
+  std::chrono::milliseconds idle_connection_timeout{60'000};  // pooled connections older than this are closed
+  std::size_t max_idle_connections = 16;
+  std::size_t max_response_bytes = 512u * 1024u * 1024u;
+  RetryPolicy retry;
+  // Injected for tests: jitter source in [0,1) and the clock of the token bucket.
+  std::function<double()> random;
+  std::function<std::chrono::steady_clock::time_point()> clock;
+  std::string user_agent;  // default "kstate/<version>"
+};
+
+// A transport to config.server (https://, or http:// for tests). Fails when the TLS
+// configuration cannot be used (bad CA or client certificate PEM, unsupported URL).
+// Logs one warning when TLS verification is disabled.
+Result<std::unique_ptr<Transport>> make_http_transport(asio::any_io_executor executor, const ClientConfig& config,
+                                                       std::unique_ptr<CredentialSource> credentials,
+                                                       TransportOptions options = {});
+
+// Splits a server URL: scheme ("https"/"http"), host (IPv6 without brackets), port
+// (default 443/80) and path prefix (without trailing '/').
+struct ServerAddress {
+  std::string scheme;
+  std::string host;
+  std::string port;
+  std::string path_prefix;
+};
+Result<ServerAddress> parse_server_url(std::string_view url);
+
+}  // namespace kstate

@@ -1,0 +1,41 @@
+// Watch events and the pure, incremental decoder of a watch response body: the API
+// server sends one JSON object per line ({"type": "ADDED", "object": {...}}), split
+// across network reads anywhere. Feeding bytes returns the complete events so far.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/json.hpp"
+
+namespace kstate {
+
+enum class WatchEventType { added, modified, deleted, bookmark, error };
+const char* to_string(WatchEventType type);
+
+struct WatchEvent {
+  WatchEventType type = WatchEventType::added;
+  // The object; for ERROR events a Status (see error_of()).
+  json::Document object;
+  // For ERROR events: the Status decoded into an Error (410 Gone: restart the watch).
+  Error error_of() const;
+};
+
+class WatchDecoder {
+ public:
+  // Appends bytes; returns the events completed by them. A malformed line is an error
+  // (the stream cannot be trusted after it).
+  Result<std::vector<WatchEvent>> feed(std::string_view bytes);
+  // Bytes of an unfinished line are waiting (the stream ended mid-event if true at EOF).
+  bool has_partial_event() const;
+
+ private:
+  std::string pending_;
+};
+
+// Decodes one line ({"type":..., "object":...}).
+Result<WatchEvent> decode_watch_line(std::string_view line);
+
+}  // namespace kstate
