@@ -254,10 +254,17 @@ class Emulator {
         if (auto restored = api_.store().restore(*snapshot); !restored.ok()) {
           return restored;
         }
-        api_.reload_custom_resources();
       }
-      persisted_version_ = 0;
-      persist();
+      if (auto journal = read_file(*options_.data_dir / "journal.jsonl"); journal) {
+        api_.store().replay(*journal);
+      }
+      api_.reload_custom_resources();
+      if (auto opened = journal_.open(*options_.data_dir / "journal.jsonl"); !opened.ok()) {
+        return opened;
+      }
+      if (auto written = write_snapshot(); !written.ok()) {
+        return written;
+      }
     }
     api_.store().on_change = [this] { wake_watchers(); };
 
@@ -273,16 +280,48 @@ class Emulator {
 
   const std::string& url() const { return url_; }
 
+  // Appends the changes since the last call to the journal (cheap, done after
+  // every request); the watch history holds them. When the history no longer
+  // reaches back (compaction), a full snapshot is written instead.
   void persist() {
     if (!options_.data_dir || api_.store().current_version() == persisted_version_) {
       return;
     }
-    auto written = write_file_atomically(*options_.data_dir / "store.json", api_.store().snapshot());
+    Status written = ok_status();
+    if (persisted_version_ < api_.store().oldest_watchable()) {
+      written = write_snapshot();
+    } else {
+      for (const WatchEvent* event : api_.store().events_after(persisted_version_)) {
+        written = journal_.append(Store::journal_line(*event));
+        if (!written.ok()) {
+          break;
+        }
+      }
+      persisted_version_ = api_.store().current_version();
+    }
     if (!written.ok()) {
       std::cerr << "kstate-emulator: " << written.error().message << std::endl;
-      return;
+    }
+  }
+
+  // Snapshot + empty journal: called at start, at shutdown and when the journal grows long.
+  Status write_snapshot() {
+    if (!options_.data_dir) {
+      return ok_status();
+    }
+    auto written = write_file_atomically(*options_.data_dir / "store.json", api_.store().snapshot());
+    if (!written.ok()) {
+      return written;
     }
     persisted_version_ = api_.store().current_version();
+    return journal_.truncate();
+  }
+
+  void shutdown() {
+    persist();
+    if (auto written = write_snapshot(); !written.ok()) {
+      std::cerr << "kstate-emulator: " << written.error().message << std::endl;
+    }
   }
 
  private:
@@ -310,6 +349,12 @@ class Emulator {
       co_await tick_timer_.async_wait(net::redirect_error(use_awaitable, error));
       api_.tick();
       persist();
+      journal_.sync();  // group commit: durable within one tick
+      if (journal_.lines_since_truncate() > 5000) {
+        if (auto written = write_snapshot(); !written.ok()) {
+          std::cerr << "kstate-emulator: " << written.error().message << std::endl;
+        }
+      }
     }
   }
 
@@ -614,6 +659,7 @@ class Emulator {
   RequestLog log_;
   std::set<net::steady_timer*> watchers_;
   std::string url_;
+  Journal journal_;
   std::uint64_t persisted_version_ = 0;
 };
 
@@ -642,7 +688,7 @@ int run_emulator(const EmulatorOptions& options) {
   }
   net::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) {
-    emulator.persist();
+    emulator.shutdown();
     io.stop();
   });
   std::cout << "listening on " << emulator.url() << std::endl;

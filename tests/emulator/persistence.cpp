@@ -65,4 +65,55 @@ Result<std::string> read_file(const std::filesystem::path& path) {
   return content.str();
 }
 
+Journal::~Journal() {
+  if (fd_ >= 0) {
+    sync();
+    ::close(fd_);
+  }
+}
+
+Status Journal::open(const std::filesystem::path& path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
+    return io_error("cannot open", path);
+  }
+  return ok_status();
+}
+
+Status Journal::append(std::string_view line) {
+  std::string text(line);
+  text += '\n';
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = ::write(fd_, text.data() + written, text.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return Error(ErrorKind::io, std::string("cannot append to the journal: ") + std::strerror(errno));
+    }
+    written += static_cast<size_t>(n);
+  }
+  dirty_ = true;
+  ++lines_;
+  return ok_status();
+}
+
+void Journal::sync() {
+  if (fd_ >= 0 && dirty_) {
+    ::fdatasync(fd_);
+    dirty_ = false;
+  }
+}
+
+Status Journal::truncate() {
+  if (::ftruncate(fd_, 0) != 0) {
+    return Error(ErrorKind::io, std::string("cannot truncate the journal: ") + std::strerror(errno));
+  }
+  ::fsync(fd_);
+  dirty_ = false;
+  lines_ = 0;
+  return ok_status();
+}
+
 }  // namespace kstate::emulator

@@ -115,4 +115,48 @@ Status Store::restore(std::string_view snapshot) {
   return ok_status();
 }
 
+std::string Store::journal_line(const WatchEvent& event) {
+  std::string name(json::string_or(json::find_path(*event.object, {"metadata", "name"}), ""));
+  json::Document line(rapidjson::kObjectType);
+  auto& allocator = line.GetAllocator();
+  json::set(line, "rv", json::Value(static_cast<uint64_t>(event.resource_version)), allocator);
+  json::set_string(line, "type", event.type, allocator);
+  json::set_string(line, "key", event.prefix + event.namespace_name + "/" + name, allocator);
+  if (event.type != "DELETED") {
+    json::set(line, "object", json::Value(*event.object, allocator), allocator);
+  }
+  return json::dump(line);
+}
+
+void Store::replay(std::string_view journal) {
+  size_t start = 0;
+  while (start < journal.size()) {
+    auto newline = journal.find('\n', start);
+    if (newline == std::string_view::npos) {
+      break;  // a line without its newline was torn by a crash
+    }
+    auto line = json::parse(journal.substr(start, newline - start));
+    start = newline + 1;
+    if (!line) {
+      break;
+    }
+    const json::Value* version = json::find(*line, "rv");
+    auto key = json::get_string(*line, "key");
+    auto type = json::get_string(*line, "type");
+    if (version == nullptr || !version->IsUint64() || !key || !type) {
+      break;
+    }
+    if (version->GetUint64() <= version_) {
+      continue;  // already in the snapshot
+    }
+    version_ = version->GetUint64();
+    if (*type == "DELETED") {
+      objects_.erase(std::string(*key));
+    } else if (const json::Value* object = json::find(*line, "object"); object != nullptr) {
+      objects_[std::string(*key)] = std::make_shared<const json::Document>(json::copy(*object));
+    }
+  }
+  oldest_watchable_ = version_;
+}
+
 }  // namespace kstate::emulator

@@ -60,6 +60,10 @@ class Store {
 
   std::string snapshot() const;
   Status restore(std::string_view snapshot);
+  // Journal lines for --data-dir: one change each; replay applies those newer than the store.
+  static std::string journal_line(const WatchEvent& event);
+  // Applies journal lines in order; stops quietly at a torn (unparsable) last line.
+  void replay(std::string_view journal);
 
  private:
   void record(WatchEvent event);

@@ -1,9 +1,8 @@
-// The Emulator fixture (see emulator.hpp), with a minimal synchronous Beast
-// HTTPS client for the control paths. Socket timeouts bound every call.
+// The Emulator fixture (see emulator.hpp), with a minimal Beast HTTPS client
+// for the control paths; beast::tcp_stream deadlines bound every step.
 #include "tests/support/emulator.hpp"
 
 #include <openssl/evp.h>
-#include <sys/socket.h>
 #include <yaml-cpp/yaml.h>
 
 #include <boost/asio/connect.hpp>
@@ -34,7 +33,6 @@ namespace http = boost::beast::http;
 namespace {
 
 constexpr auto kStartTimeout = std::chrono::seconds(20);
-constexpr int kRequestTimeoutSeconds = 30;
 
 std::string decode_base64(const std::string& text) {
   std::string out(3 * text.size() / 4 + 1, '\0');
@@ -134,7 +132,7 @@ bool Emulator::running() {
 
 HttpReply Emulator::request(const std::string& method, const std::string& path, const std::string& body,
                             const std::string& content_type, const std::optional<std::string>& token,
-                            const std::map<std::string, std::string>& headers) const {
+                            const std::map<std::string, std::string>& headers, std::chrono::seconds timeout) const {
   HttpReply reply;
   try {
     net::io_context io;
@@ -142,12 +140,6 @@ HttpReply Emulator::request(const std::string& method, const std::string& path, 
     context.add_certificate_authority(net::buffer(ca_pem_));
     context.set_verify_mode(ssl::verify_peer);
     beast::ssl_stream<beast::tcp_stream> stream(io, context);
-    auto& socket = beast::get_lowest_layer(stream).socket();
-    socket.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
-    timeval timeout{kRequestTimeoutSeconds, 0};
-    setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    setsockopt(socket.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-    stream.handshake(ssl::stream_base::client);
     http::request<http::string_body> message{http::string_to_verb(method), path, 11};
     message.set(http::field::host, "127.0.0.1:" + std::to_string(port_));
     message.set(http::field::user_agent, "kstate-test-fixture/1.0");
@@ -165,10 +157,43 @@ HttpReply Emulator::request(const std::string& method, const std::string& path, 
       message.body() = body;
     }
     message.prepare_payload();
-    http::write(stream, message);
     beast::flat_buffer buffer;
     http::response<http::string_body> response;
-    http::read(stream, buffer, response);
+    beast::error_code failure;
+    bool complete = false;
+    // Asynchronous steps so that beast::tcp_stream's deadline applies to each of them.
+    auto& tcp = beast::get_lowest_layer(stream);
+    tcp.expires_after(timeout);
+    tcp.async_connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port_), [&](beast::error_code error) {
+      if (error) {
+        failure = error;
+        return;
+      }
+      tcp.expires_after(timeout);
+      stream.async_handshake(ssl::stream_base::client, [&](beast::error_code handshake_error) {
+        if (handshake_error) {
+          failure = handshake_error;
+          return;
+        }
+        tcp.expires_after(timeout);
+        http::async_write(stream, message, [&](beast::error_code write_error, std::size_t) {
+          if (write_error) {
+            failure = write_error;
+            return;
+          }
+          tcp.expires_after(timeout);
+          http::async_read(stream, buffer, response, [&](beast::error_code read_error, std::size_t) {
+            failure = read_error;
+            complete = !read_error;
+          });
+        });
+      });
+    });
+    io.run();
+    if (!complete) {
+      reply.error = failure ? failure.message() : "request did not complete";
+      return reply;
+    }
     reply.status = static_cast<int>(response.result_int());
     reply.body = response.body();
     for (const auto& field : response) {

@@ -65,10 +65,12 @@ class Emulator {
   bool running();
 
   // One HTTPS request (Connection: close). `token`: nullopt = admin, "" = no credentials.
+  // `timeout` bounds each socket read/write (status 0 and `error` set when it fires).
   HttpReply request(const std::string& method, const std::string& path, const std::string& body = "",
                     const std::string& content_type = "application/json",
                     const std::optional<std::string>& token = std::nullopt,
-                    const std::map<std::string, std::string>& headers = {}) const;
+                    const std::map<std::string, std::string>& headers = {},
+                    std::chrono::seconds timeout = std::chrono::seconds(30)) const;
 
   // Fault injection (JSON keys: latencyMs, failNext, failFraction, failCode, retryAfterSeconds,
   // closeNext, hangNext, pathPrefix, method). Throws when the emulator rejects the settings.

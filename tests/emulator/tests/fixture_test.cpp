@@ -144,3 +144,38 @@ TEST_CASE("faults: 503, latency, a fraction and closed connections") {
 
   CHECK(emulator.request("POST", "/emulator/faults", R"({"bogus":1})").status == 400);
 }
+
+TEST_CASE("watch over HTTPS streams chunked events from a resourceVersion and reports 410 after compaction") {
+  Emulator emulator;
+  auto created = parse(emulator.request("POST", kConfigMaps, config_map("w1")).body);
+  std::string version(json::string_or(json::find_path(created, {"metadata", "resourceVersion"}), ""));
+  emulator.request("POST", kConfigMaps, config_map("w2"));
+  emulator.request("DELETE", kConfigMaps + "/w1");
+  auto watch = emulator.request("GET", kConfigMaps + "?watch=true&timeoutSeconds=1&resourceVersion=" + version);
+  REQUIRE(watch.status == 200);
+  CHECK(watch.headers["transfer-encoding"] == "chunked");
+  auto first_newline = watch.body.find('\n');
+  REQUIRE(first_newline != std::string::npos);
+  auto first = parse(watch.body.substr(0, first_newline));
+  CHECK(json::string_or(json::find(first, "type"), "") == "ADDED");
+  CHECK(json::string_or(json::find_path(first, {"object", "metadata", "name"}), "") == "w2");
+  CHECK(watch.body.find("\"type\":\"DELETED\"") != std::string::npos);
+
+  emulator.compact();
+  auto expired = emulator.request("GET", kConfigMaps + "?watch=true&timeoutSeconds=1&resourceVersion=" + version);
+  REQUIRE(expired.status == 200);
+  auto error = parse(expired.body.substr(0, expired.body.find('\n')));
+  CHECK(json::string_or(json::find(error, "type"), "") == "ERROR");
+  CHECK(json::find_path(error, {"object", "code"})->GetInt() == 410);
+}
+
+TEST_CASE("a hang fault never answers: the client's own deadline must fire") {
+  Emulator emulator;
+  emulator.set_faults(R"({"hangNext":1})");
+  auto start = std::chrono::steady_clock::now();
+  auto hung = emulator.request("GET", kConfigMaps, "", "application/json", std::nullopt, {}, std::chrono::seconds(1));
+  CHECK(hung.status == 0);
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::seconds(1));
+  CHECK(emulator.request("GET", kConfigMaps).status == 200);
+  CHECK(emulator.request_log().find("\"fault\":\"hang\"") != std::string::npos);
+}
