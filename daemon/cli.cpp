@@ -12,7 +12,10 @@
 #include <sstream>
 
 #include "daemon/apply_command.hpp"
+#include "daemon/config_flags.hpp"
+#include "daemon/daemon_command.hpp"
 #include "daemon/discover_command.hpp"
+#include "daemon/states_reconciler.hpp"
 #include "kstate/build_info.hpp"
 
 namespace kstate::cli {
@@ -71,7 +74,7 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
 
   auto* daemon = app.add_subcommand("daemon", "Long-running reconciler of a watched directory");
   daemon->add_option("--config", invocation.config_file, "Config file (default /etc/kstate/config.yaml)");
-  add_common_flags(*daemon, invocation.common);
+  kstate::daemon::add_config_flags(*daemon, invocation.config_overrides);
 
   auto* discover = app.add_subcommand("discover", "List the resources the server offers");
   discover->add_flag("--refresh", invocation.refresh, "Ignore the discovery cache");
@@ -117,6 +120,13 @@ std::map<std::string, Handler> default_handlers() {
                    std::ostream& err) { return daemon::run_apply_command(invocation, out, err, false); }},
       {"test", [](const Invocation& invocation, std::ostream& out,
                   std::ostream& err) { return daemon::run_apply_command(invocation, out, err, true); }},
+      {"daemon",
+       [](const Invocation& invocation, std::ostream&, std::ostream& err) {
+         daemon::DaemonCommand command;
+         command.config_path = invocation.config_file;
+         command.overrides = invocation.config_overrides;
+         return daemon::run_daemon_command(command, daemon::make_states_reconciler, err);
+       }},
   };
 }
 

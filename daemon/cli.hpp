@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/config.hpp"
+
 namespace kstate::cli {
 
 // Exit codes shared by every subcommand (DESIGN.md): `test` uses 1 for pending changes.
@@ -35,9 +37,10 @@ struct CommonOptions {
 struct Invocation {
   std::string subcommand;  // apply | test | daemon | discover | version
   CommonOptions common;
-  std::vector<std::string> paths;  // apply / test
-  std::string config_file;         // daemon
-  bool refresh = false;            // discover
+  std::vector<std::string> paths;                                // apply / test
+  std::string config_file;                                       // daemon
+  std::vector<kstate::daemon::ConfigOverride> config_overrides;  // daemon: one flag per config key
+  bool refresh = false;                                          // discover
 };
 
 // A subcommand implementation: returns the process exit code.

@@ -1,0 +1,399 @@
+// StatesReconciler: see states_reconciler.hpp. Every cycle works on copies of the
+// cached states, because check_states() and the engine consume the vector they get.
+#include "daemon/states_reconciler.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kstate/build_info.hpp"
+#include "states/reconcile.hpp"
+
+namespace kstate::daemon {
+namespace {
+
+std::string normalized(const std::string& path) {
+  std::error_code ignored;
+  return std::filesystem::absolute(path, ignored).lexically_normal().string();
+}
+
+// SHA-256 of the file's content; empty when it cannot be read (it is then reloaded,
+// and the loader reports why).
+std::string content_hash(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return {};
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  return manifests::sha256_hex(content.str());
+}
+
+manifests::State copy_state(const manifests::State& state) {
+  manifests::State copy;
+  copy.id = state.id;
+  copy.function = state.function;
+  copy.object = json::copy(state.object);
+  copy.strategy = state.strategy;
+  copy.recreate = state.recreate;
+  copy.propagation = state.propagation;
+  copy.wait = state.wait;
+  copy.require = state.require;
+  copy.prune_disabled = state.prune_disabled;
+  copy.source = state.source;
+  copy.parent_id = state.parent_id;
+  copy.from_state_document = state.from_state_document;
+  return copy;
+}
+
+std::optional<std::string> environment(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+}
+
+// Failures that mean "the API server is not there" rather than "a request was refused".
+bool unreachable(const Error& error) {
+  return error.kind == ErrorKind::connection || error.kind == ErrorKind::tls || error.kind == ErrorKind::timeout ||
+         error.kind == ErrorKind::server_error;
+}
+
+bool writable_by_others(const std::string& path) {
+  std::error_code error;
+  const auto permissions = std::filesystem::status(path, error).permissions();
+  if (error) {
+    return false;  // the loader reports why it cannot be read
+  }
+  using std::filesystem::perms;
+  return (permissions & (perms::group_write | perms::others_write)) != perms::none;
+}
+
+bool starts_with(const std::string& text, std::string_view prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+ReconcileSummary summarize(const states::RunReport& report) {
+  ReconcileSummary summary;
+  for (const auto& result : report.results) {
+    ++summary.states;
+    if (result.result.has_value() && !*result.result) {
+      ++summary.failed;
+    } else if (!result.changed()) {
+      ++summary.unchanged;
+    } else if (result.changes.HasMember("deleted")) {
+      ++summary.deleted;
+    } else if (starts_with(result.comment, "created")) {
+      ++summary.created;
+    } else {
+      ++summary.updated;
+    }
+  }
+  // Objects that exist as declared after this run (run_cycle corrects it for cycles
+  // that ran only some files' states).
+  summary.managed_objects = report.applied.size();
+  if (!report.errors.empty()) {
+    summary.error = report.errors.front();
+    if (report.errors.size() > 1) {
+      summary.error += " (and " + std::to_string(report.errors.size() - 1) + " more)";
+    }
+  }
+  return summary;
+}
+
+StatesReconciler::StatesReconciler(boost::asio::io_context& io, DaemonConfig config, DaemonMetrics& metrics)
+    : io_(io), config_(std::move(config)), metrics_(metrics) {}
+
+StatesReconciler::~StatesReconciler() = default;
+
+Status StatesReconciler::reconfigure(const DaemonConfig& config) {
+  const bool reconnect = config.kubeconfig != config_.kubeconfig || config.context != config_.context ||
+                         config.qps != config_.qps || config.burst != config_.burst ||
+                         config.cache_dir != config_.cache_dir;
+  const bool rescan = config.manifests_dir != config_.manifests_dir;
+  config_ = config;
+  if (reconnect) {
+    count_requests();
+    resolver_.reset();
+    discovery_.reset();
+    client_.reset();
+    counted_ = TransportStats{};
+  }
+  if (rescan) {
+    files_.clear();
+  }
+  return ok_status();
+}
+
+Status StatesReconciler::connect() {
+  if (client_) {
+    return ok_status();
+  }
+  KubeconfigSources sources;
+  sources.kubeconfig_flag = config_.kubeconfig;
+  sources.context = config_.context;
+  sources.getenv = environment;
+  TransportOptions transport;
+  transport.qps = config_.qps;
+  transport.burst = config_.burst;
+  auto client = make_client(io_.get_executor(), sources, transport);
+  if (!client) {
+    return client.error();
+  }
+  client_ = std::move(client.value());
+  discovery::DiscoveryOptions discovery_options;
+  discovery_options.cache_dir = config_.cache_dir;
+  discovery_ =
+      std::make_unique<discovery::DiscoveryClient>(*client_->transport, client_->config.server, discovery_options);
+  resolver_ = std::make_unique<states::DiscoveryResolver>(*discovery_);
+  counted_ = TransportStats{};
+  return ok_status();
+}
+
+void StatesReconciler::count_requests() {
+  if (!client_) {
+    return;
+  }
+  TransportStats now = client_->transport->stats();
+  for (const auto& [verb_code, count] : now.requests) {
+    const auto before = counted_.requests.find(verb_code);
+    const std::uint64_t delta = count - (before == counted_.requests.end() ? 0 : before->second);
+    if (delta == 0) {
+      continue;
+    }
+    const auto space = verb_code.find(' ');
+    const std::string verb = verb_code.substr(0, space);
+    const std::string code = space == std::string::npos ? "0" : verb_code.substr(space + 1);
+    metrics_.api_requests.add({verb, code}, static_cast<double>(delta));
+  }
+  if (now.retries > counted_.retries) {
+    metrics_.api_retries.add({}, static_cast<double>(now.retries - counted_.retries));
+  }
+  counted_ = std::move(now);
+}
+
+bool StatesReconciler::refresh_file(const std::string& path) {
+  auto cached = files_.find(path);
+  const bool refused = config_.check_manifest_permissions && writable_by_others(path);
+  if (cached != files_.end() && !refused) {
+    bool same = true;
+    for (const auto& [file, hash] : cached->second.hashes) {
+      const std::string current = content_hash(file);
+      if (current.empty() || current != hash) {
+        same = false;
+        break;
+      }
+    }
+    if (same) {
+      return false;
+    }
+  }
+  LoadedFile entry;
+  if (refused) {
+    // Whoever can write the file could act as kstate: refuse it (and so hold prune back).
+    manifests::LoadError problem;
+    problem.position.file = path;
+    problem.message =
+        "refused: the file is writable by group or others (chmod go-w, or check-manifest-permissions: false)";
+    spdlog::error("{}", problem.to_string());
+    entry.hashes[path] = "";  // looked at again on every event and resync, so chmod go-w is enough
+    entry.errors.push_back(std::move(problem));
+    entry.failed_files.insert(path);
+    files_[path] = std::move(entry);
+    return true;
+  }
+  manifests::LoadOptions options;
+  options.check_references = false;
+  manifests::LoadResult loaded = manifests::load_file(path, options);
+  entry.hashes = std::move(loaded.file_hashes);
+  if (entry.hashes.empty()) {
+    entry.hashes[path] = "";  // unreadable: always retried
+  }
+  entry.states = std::move(loaded.states);
+  entry.errors = std::move(loaded.errors);
+  entry.failed_files = std::move(loaded.failed_files);
+  for (const auto& error : entry.errors) {
+    spdlog::error("{}", error.to_string());
+  }
+  files_[path] = std::move(entry);
+  return true;
+}
+
+boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
+  std::vector<manifests::LoadError> list_errors;
+  const std::string dir = normalized(config_.manifests_dir);
+  std::vector<std::string> listed = manifests::list_manifest_files({dir}, list_errors);
+  std::set<std::string> present;
+  for (auto& file : listed) {
+    present.insert(normalized(file));
+  }
+  for (auto it = files_.begin(); it != files_.end();) {
+    it = present.count(it->first) != 0 ? std::next(it) : files_.erase(it);
+  }
+  for (const auto& file : present) {
+    refresh_file(file);
+  }
+  manifests_listed_ = list_errors.empty();
+  list_errors_.clear();
+  for (const auto& error : list_errors) {
+    spdlog::warn("{}", error.to_string());
+    list_errors_.push_back(error.to_string());
+  }
+  co_return co_await run_cycle(std::nullopt, true);
+}
+
+boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::vector<std::string> changed,
+                                                                           std::vector<std::string> removed) {
+  std::set<std::string> to_run;
+  bool any_removed = false;
+  for (const auto& raw : removed) {
+    const std::string path = normalized(raw);
+    if (files_.erase(path) != 0) {
+      any_removed = true;
+      spdlog::info("manifest removed: {}", path);
+    }
+    // A removed included file: reload the files that include it (they now fail).
+    for (auto& [file, entry] : files_) {
+      if (entry.hashes.count(path) != 0 && refresh_file(file)) {
+        to_run.insert(file);
+      }
+    }
+  }
+  std::vector<manifests::LoadError> list_errors;
+  const std::string dir = normalized(config_.manifests_dir);
+  std::set<std::string> manifest_files;
+  for (auto& file : manifests::list_manifest_files({dir}, list_errors)) {
+    manifest_files.insert(normalized(file));
+  }
+  for (const auto& raw : changed) {
+    const std::string path = normalized(raw);
+    if (manifest_files.count(path) != 0 && refresh_file(path)) {
+      to_run.insert(path);
+    }
+    for (auto& [file, entry] : files_) {
+      if (file != path && entry.hashes.count(path) != 0 && refresh_file(file)) {
+        to_run.insert(file);
+      }
+    }
+  }
+  if (to_run.empty() && !any_removed) {
+    ReconcileSummary nothing;
+    spdlog::debug("file events without content changes: nothing to do");
+    co_return nothing;
+  }
+  // States carry the file they were written in: a file's includes run with it.
+  std::set<std::string> only_files;
+  for (const auto& file : to_run) {
+    only_files.insert(file);
+    if (auto entry = files_.find(file); entry != files_.end()) {
+      for (const auto& [included, hash] : entry->second.hashes) {
+        only_files.insert(included);
+      }
+    }
+  }
+  co_return co_await run_cycle(std::move(only_files), false);
+}
+
+boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::optional<std::set<std::string>> only_files,
+                                                                     bool probe) {
+  ReconcileSummary summary;
+  if (stopping_) {
+    co_return summary;  // shutting down: start nothing new
+  }
+  if (auto connected = connect(); !connected) {
+    // No usable kubeconfig yet (kubeadm writes admin.conf late): retried like an unreachable server.
+    summary.api_reachable = false;
+    summary.error = connected.error().describe();
+    co_return summary;
+  }
+  if (probe) {
+    // One cheap request tells "API server down" from "states failed".
+    Request version;
+    version.verb = "GET";
+    version.path = "/version";
+    version.idempotent = true;
+    auto answer = co_await client_->transport->send(std::move(version));
+    if (!answer && unreachable(answer.error())) {
+      count_requests();
+      summary.api_reachable = false;
+      summary.error = answer.error().describe();
+      co_return summary;
+    }
+    if (!discovery_->loaded()) {
+      auto loaded = co_await discovery_->load();
+      (discovery_->stats().from_cache ? metrics_.discovery_cache_hits : metrics_.discovery_cache_misses).add({});
+      if (!loaded) {
+        count_requests();
+        summary.api_reachable = !unreachable(loaded.error());
+        summary.error = "discovery: " + loaded.error().describe();
+        co_return summary;
+      }
+    } else {
+      metrics_.discovery_cache_hits.add({});
+    }
+  }
+
+  std::vector<manifests::State> states;
+  std::set<std::string> failed_files;
+  std::vector<std::string> load_errors = list_errors_;
+  for (const auto& [file, entry] : files_) {
+    for (const auto& state : entry.states) {
+      states.push_back(copy_state(state));
+    }
+    failed_files.insert(entry.failed_files.begin(), entry.failed_files.end());
+    for (const auto& error : entry.errors) {
+      load_errors.push_back(error.to_string());
+    }
+  }
+  for (const auto& error : manifests::check_states(states, failed_files)) {
+    spdlog::error("{}", error.to_string());
+    load_errors.push_back(error.to_string());
+  }
+  states::ReconcileOptions options;
+  options.engine.concurrency = config_.concurrency;
+  options.engine.field_manager = config_.field_manager;
+  options.engine.default_namespace = client_->config.default_namespace;
+  options.parent.name = config_.applyset_name;
+  options.parent.ns = config_.applyset_namespace;
+  options.engine.ownership_labels = states::ownership_labels(options.parent);
+  options.prune = config_.prune;
+  options.allow_empty_prune = config_.allow_empty_prune;
+  options.load_failed = !failed_files.empty() || !manifests_listed_;
+  options.manifests_empty = files_.empty();
+  options.kstate_version = std::string(build_info::version);
+  // Only the changed files' states run; every state still counts as declared for prune.
+  const bool only_files_ran = only_files.has_value();
+  options.only_files = std::move(only_files);
+
+  states::RunReport report = co_await states::reconcile(*client_->dynamic, *resolver_, states, options);
+  count_requests();
+  for (const auto& note : report.notes) {
+    spdlog::info("{}", note);
+  }
+  for (const auto& error : report.errors) {
+    spdlog::error("{}", error);
+  }
+  report.errors.insert(report.errors.begin(), load_errors.begin(), load_errors.end());
+  summary = summarize(report);
+  if (only_files_ran) {
+    // Only some states ran: the others' objects are still managed.
+    const std::size_t gained = summary.created;
+    summary.managed_objects =
+        managed_objects_ + gained >= summary.deleted ? managed_objects_ + gained - summary.deleted : 0;
+  }
+  managed_objects_ = summary.managed_objects;
+  if (report.discovery_failed && summary.error.empty()) {
+    summary.error = "discovery failed";
+  }
+  co_return summary;
+}
+
+Result<std::unique_ptr<Reconciler>> make_states_reconciler(boost::asio::io_context& io, const DaemonConfig& config,
+                                                           DaemonMetrics& metrics) {
+  return std::unique_ptr<Reconciler>(std::make_unique<StatesReconciler>(io, config, metrics));
+}
+
+}  // namespace kstate::daemon

@@ -1,0 +1,79 @@
+// The daemon's real Reconciler (daemon/reconciler.hpp) on top of the states layer:
+// manifests are loaded per file and cached with the SHA-256 of their content (and of
+// the files they include), so a file event whose content did not change costs nothing;
+// references are re-checked across the whole set on every cycle; states run through
+// states::reconcile (engine + inventory + prune with every guard). The client and the
+// discovery (disk cache) are built lazily and rebuilt when a reload changes how the
+// cluster is reached. Counters of the transport and discovery go to DaemonMetrics.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/dynamic_client.hpp"
+#include "daemon/config.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/reconciler.hpp"
+#include "discovery/client.hpp"
+#include "manifests/loader.hpp"
+#include "states/discovery_resolver.hpp"
+#include "states/report.hpp"
+
+namespace kstate::daemon {
+
+// Pure: the ReconcileSummary of a cycle's report (engine verbs -> created/updated/deleted).
+ReconcileSummary summarize(const states::RunReport& report);
+
+class StatesReconciler : public Reconciler {
+ public:
+  StatesReconciler(boost::asio::io_context& io, DaemonConfig config, DaemonMetrics& metrics);
+  ~StatesReconciler() override;
+
+  boost::asio::awaitable<ReconcileSummary> full_reconcile() override;
+  boost::asio::awaitable<ReconcileSummary> reconcile_files(std::vector<std::string> changed,
+                                                           std::vector<std::string> removed) override;
+  Status reconfigure(const DaemonConfig& config) override;
+  void request_stop() override { stopping_ = true; }
+
+ private:
+  // One top-level manifest file as last loaded.
+  struct LoadedFile {
+    std::map<std::string, std::string> hashes;  // this file and every file it includes -> SHA-256
+    std::vector<manifests::State> states;
+    std::vector<manifests::LoadError> errors;
+    std::set<std::string> failed_files;
+  };
+
+  // Loads `path` unless its content (and includes) are unchanged. True when (re)loaded.
+  bool refresh_file(const std::string& path);
+  // Connects when not connected yet; false (with `error`) when the client cannot be built.
+  Status connect();
+  // Runs the states of `only_files` (all when nullopt) with prune per config.
+  boost::asio::awaitable<ReconcileSummary> run_cycle(std::optional<std::set<std::string>> only_files, bool probe);
+  void count_requests();
+
+  boost::asio::io_context& io_;
+  DaemonConfig config_;
+  DaemonMetrics& metrics_;
+  bool stopping_ = false;
+  // Files of the manifests folder that existed at the last full scan.
+  bool manifests_listed_ = false;
+  std::size_t managed_objects_ = 0;       // as of the last cycle
+  std::vector<std::string> list_errors_;  // why the folder could not be listed (missing, unreadable)
+  std::map<std::string, LoadedFile> files_;
+
+  std::unique_ptr<Client> client_;
+  std::unique_ptr<discovery::DiscoveryClient> discovery_;
+  std::unique_ptr<states::DiscoveryResolver> resolver_;
+  TransportStats counted_;  // transport counters already added to the metrics
+};
+
+// The factory `kstate daemon` uses (daemon_command.hpp's ReconcilerFactory).
+Result<std::unique_ptr<Reconciler>> make_states_reconciler(boost::asio::io_context& io, const DaemonConfig& config,
+                                                           DaemonMetrics& metrics);
+
+}  // namespace kstate::daemon
