@@ -13,10 +13,10 @@
 
 #include "core/dynamic_client.hpp"
 #include "daemon/logging.hpp"
+#include "kstate/build_info.hpp"
 #include "manifests/loader.hpp"
-#include "states/applyset.hpp"
 #include "states/discovery_resolver.hpp"
-#include "states/engine.hpp"
+#include "states/reconcile.hpp"
 #include "states/report.hpp"
 
 namespace kstate::daemon {
@@ -77,18 +77,20 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   discovery::DiscoveryClient discovery(*(*client)->transport, (*client)->config.server, discovery_options);
   states::DiscoveryResolver resolver(discovery);
 
-  states::EngineOptions options;
-  options.test_mode = test_mode;
-  options.concurrency = common.concurrency;
-  options.field_manager = common.field_manager;
+  states::ReconcileOptions options;
+  options.engine.test_mode = test_mode;
+  options.engine.concurrency = common.concurrency;
+  options.engine.field_manager = common.field_manager;
   // Every object kstate writes carries managed-by and the ApplySet membership label
-  // (KEP-3659) of the default parent, so `kubectl --applyset` and prune recognise it.
-  options.ownership_labels = {
-      {std::string(states::managed_by_label), std::string(states::managed_by_value)},
-      {std::string(states::applyset_part_of_label), states::applyset_id(states::ApplySetParent{})}};
-  states::Engine engine(*(*client)->dynamic, resolver, options);
+  // (KEP-3659) of the parent, so `kubectl --applyset` and prune recognise it.
+  options.engine.ownership_labels = states::ownership_labels(options.parent);
+  options.prune = common.prune.value_or(false);  // `kstate apply` prunes only when asked
+  options.allow_empty_prune = common.allow_empty_prune;
+  options.load_failed = !loaded.failed_files.empty();
+  options.manifests_empty = loaded.files.empty();
+  options.kstate_version = build_info::version;
 
-  states::RunReport report = run_sync(io, engine.run(loaded.states));
+  states::RunReport report = run_sync(io, states::reconcile(*(*client)->dynamic, resolver, loaded.states, options));
   for (const auto& error : loaded.errors) {
     report.errors.push_back(error.to_string());
   }

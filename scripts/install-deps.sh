@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev libboost-system-dev
   libssl-dev openssl
-  rapidjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  rapidjson-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev
   catch2 libcli11-dev libsystemd-dev libdtl-dev
   clang clang-format clang-tidy libclang-rt-14-dev
   python3

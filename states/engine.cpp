@@ -108,8 +108,10 @@ struct Engine::Impl {
     std::optional<Error> resolve_error;
     ObjectRef ref;
     StateResult result;
+    bool selected = true;  // EngineOptions::selected
     bool failed = false;
     bool done = false;
+    std::string uid;  // of the object as it exists after an object_present
   };
   // Live objects of one (resource, namespace) pair, read once.
   struct LiveSet {
@@ -164,8 +166,8 @@ struct Engine::Impl {
     co_return co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name, subresource);
   }
 
-  asio::awaitable<Result<json::Document>> read_all(const Slot& slot, const ListOptions& options) {
-    ListOptions list = options;
+  asio::awaitable<Result<json::Document>> read_all(const Slot& slot, const ListOptions& list_options) {
+    ListOptions list = list_options;
     co_return co_await client.list(*slot.resource, slot.ref.ns, list);
   }
 
@@ -187,8 +189,8 @@ struct Engine::Impl {
     co_return co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, type, text, write, subresource);
   }
 
-  asio::awaitable<Result<json::Document>> delete_object(const Slot& slot, const DeleteOptions& options) {
-    DeleteOptions remove_options = options;
+  asio::awaitable<Result<json::Document>> delete_object(const Slot& slot, const DeleteOptions& delete_options) {
+    DeleteOptions remove_options = delete_options;
     co_return co_await client.remove(*slot.resource, slot.ref.ns, slot.ref.name, remove_options);
   }
 
@@ -227,7 +229,7 @@ struct Engine::Impl {
   asio::awaitable<void> prefetch() {
     std::map<std::string, std::vector<std::size_t>> pairs;
     for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (slots[i].resource && !slots[i].ref.name.empty()) {
+      if (slots[i].selected && slots[i].resource && !slots[i].ref.name.empty()) {
         pairs[live_key(*slots[i].resource, slots[i].ref.ns)].push_back(i);
       }
     }
@@ -383,7 +385,7 @@ struct Engine::Impl {
               }
               std::size_t node = ready.front();
               ready.pop_front();
-              if (node < plan.item_count) {
+              if (node < plan.item_count && slots[node].selected) {
                 co_await execute(node, plan.nodes[node].requires_nodes);
               }
               complete(node);
@@ -403,7 +405,7 @@ struct Engine::Impl {
       co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
     }
     for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (!slots[i].done) {
+      if (slots[i].selected && !slots[i].done) {
         start_result(i);
         fail(i, "not run: its dependencies never completed");
       }
@@ -746,6 +748,7 @@ struct Engine::Impl {
   // After an object_present: CRDs must be Established before their CRs run.
   asio::awaitable<void> after_present(std::size_t index, const json::Value& object) {
     Slot& slot = slots[index];
+    slot.uid = string_at(object, {"metadata", "uid"});
     if (options.test_mode) {
       if (slot.result.comment.rfind("would be created", 0) == 0) {
         if (slot.ref.gvk.kind == "Namespace" && slot.ref.gvk.group.empty()) {
@@ -886,6 +889,7 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
   // in one request per (resource, namespace); kinds of CRDs created by this run
   // resolve later, when their state runs.
   for (std::size_t i = 0; i < states.size(); ++i) {
+    impl.slots[i].selected = !options_.selected || options_.selected(states[i]);
     co_await impl.resolve(i);
   }
   RunReport report;
@@ -901,8 +905,27 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
     co_await impl.prefetch();
     co_await impl.run_plan(*plan);
   }
-  for (auto& slot : impl.slots) {
-    report.results.push_back(std::move(slot.result));
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    auto& slot = impl.slots[i];
+    if (slot.resource && states[i].function != Function::object_absent && !slot.ref.name.empty()) {
+      const auto& gvk = slot.ref.gvk;
+      report.declared.insert(ObjectKey{gvk.group, gvk.kind, slot.ref.ns, slot.ref.name});
+      if (!slot.failed && !slot.uid.empty() && states[i].function == Function::object_present) {
+        report.applied.push_back(
+            {gvk.group, gvk.version, gvk.kind, slot.ref.ns, slot.ref.name, slot.uid, states[i].source.file});
+      }
+    } else if (!slot.resource && states[i].function != Function::object_absent) {
+      // Unknown kind: the object is still declared, so prune must never delete it.
+      const auto& gvk = slot.ref.gvk;
+      report.declared.insert(ObjectKey{gvk.group, gvk.kind, string_at(states[i].object, {"metadata", "namespace"}),
+                                       string_at(states[i].object, {"metadata", "name"})});
+      if (slot.resolve_error && slot.resolve_error->kind != ErrorKind::not_found) {
+        report.discovery_failed = true;
+      }
+    }
+    if (slot.selected) {
+      report.results.push_back(std::move(slot.result));
+    }
   }
   report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   co_return report;

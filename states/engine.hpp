@@ -44,6 +44,10 @@ struct EngineOptions {
   std::map<std::string, std::string> ownership_labels;
   // Bound on readiness waits (CRD Established, `wait: true`) when a state gives none.
   std::chrono::milliseconds default_wait_timeout{60'000};
+  // When set, only states it accepts are read and run (the daemon's one-changed-file
+  // reconcile); the others are still resolved and count as declared, so prune never
+  // mistakes them for removed objects.
+  std::function<bool(const manifests::State&)> selected;
   // Injected so tests of waits never sleep longer than needed.
   std::function<asio::awaitable<void>(std::chrono::milliseconds)> sleep;
 };

@@ -136,6 +136,9 @@ void write_text(std::ostream& out, const RunReport& report, const TextOptions& o
   for (const auto& e : report.errors) {
     out << paint(red, "Error: " + e) << "\n";
   }
+  for (const auto& note : report.notes) {
+    out << paint(yellow, "Note: " + note) << "\n";
+  }
   out << "\nSummary\n-------------\n";
   out << paint(green, "Succeeded: " + std::to_string(report.succeeded()))
       << " (changed=" << paint(cyan, std::to_string(report.changed())) << ")\n";
@@ -179,6 +182,11 @@ void write_json(std::ostream& out, const RunReport& report) {
     errors.PushBack(json::make_string(e, a), a);
   }
   summary.AddMember("errors", errors, a);
+  json::Value notes(rapidjson::kArrayType);
+  for (const auto& note : report.notes) {
+    notes.PushBack(json::make_string(note, a), a);
+  }
+  summary.AddMember("notes", notes, a);
   doc.AddMember("summary", summary, a);
   out << json::dump_pretty(doc) << "\n";
 }

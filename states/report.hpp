@@ -4,9 +4,11 @@
 #pragma once
 
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "states/inventory.hpp"
 #include "states/state_result.hpp"
 
 namespace kstate::states {
@@ -18,6 +20,13 @@ struct RunReport {
   // Load errors, prune notes and other problems not attached to a state ("file:line: message").
   std::vector<std::string> errors;
   int failed_files = 0;
+  // Information that is not an error (e.g. why prune was held back).
+  std::vector<std::string> notes;
+  // For inventory and prune (real mode): objects that exist as declared after this
+  // run, with their UIDs, and every object the manifests declare present.
+  std::vector<InventoryEntry> applied;
+  std::set<ObjectKey> declared;
+  bool discovery_failed = false;
 
   int succeeded() const;  // result true or pending
   int failed() const;     // result false

@@ -112,7 +112,7 @@ spec:
       targetPort: 80
 )";
 
-void write_demo(Cluster& cluster, const std::string& dir) {
+void write_demo(const std::string& dir) {
   write_file(std::filesystem::path(dir) / "00-namespace.yaml", demo_namespace);
   write_file(std::filesystem::path(dir) / "10-app.yaml", demo_objects);
 }
@@ -122,7 +122,7 @@ void write_demo(Cluster& cluster, const std::string& dir) {
 TEST_CASE("apply creates a directory's objects, and a second apply changes and writes nothing") {
   Cluster cluster;
   std::string dir = cluster.manifest_dir("demo");
-  write_demo(cluster, dir);
+  write_demo(dir);
 
   auto first = cluster.apply(dir);
   CHECK(first.exit_code == 0);
@@ -147,7 +147,7 @@ TEST_CASE("apply creates a directory's objects, and a second apply changes and w
 TEST_CASE("test mode shows the diff of pending changes and changes nothing in the cluster") {
   Cluster cluster;
   std::string dir = cluster.manifest_dir("demo");
-  write_demo(cluster, dir);
+  write_demo(dir);
   REQUIRE(cluster.apply(dir).exit_code == 0);
   std::string before_cm =
       field(cluster.get("/api/v1/namespaces/demo/configmaps/settings"), {"metadata", "resourceVersion"});
@@ -186,7 +186,7 @@ TEST_CASE("test mode shows the diff of pending changes and changes nothing in th
 TEST_CASE("test mode of a new namespace reports its objects as would-be-created without failing") {
   Cluster cluster;
   std::string dir = cluster.manifest_dir("demo");
-  write_demo(cluster, dir);
+  write_demo(dir);
   auto test = cluster.test(dir);
   CHECK(test.exit_code == 1);
   CHECK(test.out.find("server validation skipped because namespace demo does not exist yet") != std::string::npos);
@@ -198,7 +198,7 @@ TEST_CASE("test mode of a new namespace reports its objects as would-be-created 
 TEST_CASE("object_updated: fails when absent, already good when equal, patches when different") {
   Cluster cluster;
   std::string dir = cluster.manifest_dir("demo");
-  write_demo(cluster, dir);
+  write_demo(dir);
   std::string states = cluster.manifest_dir("updated");
   write_file(std::filesystem::path(states) / "scale.yaml", R"(scale-web:
   object_updated:
@@ -235,7 +235,7 @@ TEST_CASE("object_updated: fails when absent, already good when equal, patches w
 TEST_CASE("object_absent: already absent, would delete in test mode, deletes and waits") {
   Cluster cluster;
   std::string dir = cluster.manifest_dir("demo");
-  write_demo(cluster, dir);
+  write_demo(dir);
   std::string states = cluster.manifest_dir("absent");
   write_file(std::filesystem::path(states) / "remove.yaml", R"(old-settings:
   object_absent:
@@ -262,7 +262,7 @@ TEST_CASE("object_absent: already absent, would delete in test mode, deletes and
 TEST_CASE("strategies: replace keeps the allocated clusterIP, create-only never updates") {
   Cluster cluster;
   std::string dir = cluster.manifest_dir("demo");
-  write_demo(cluster, dir);
+  write_demo(dir);
   REQUIRE(cluster.apply(dir).exit_code == 0);
   std::string cluster_ip = field(cluster.get("/api/v1/namespaces/demo/services/web"), {"spec", "clusterIP"});
   REQUIRE_FALSE(cluster_ip.empty());
@@ -302,7 +302,7 @@ settings-once:
 TEST_CASE("an immutable field change fails naming the field, and recreate deletes and re-creates") {
   Cluster cluster;
   std::string dir = cluster.manifest_dir("demo");
-  write_demo(cluster, dir);
+  write_demo(dir);
   REQUIRE(cluster.apply(dir).exit_code == 0);
   std::string uid = field(cluster.get("/apis/apps/v1/namespaces/demo/deployments/web"), {"metadata", "uid"});
   std::string changed = std::regex_replace(std::string(demo_objects), std::regex("matchLabels: \\{app: web\\}"),
@@ -379,9 +379,10 @@ TEST_CASE("Secret values never appear in any output format, and json/junit repor
         CHECK(json::parse(run->out).ok());
       }
       if (std::string(format) == "junit" && kstate::testing::program_available("python3")) {
+        kstate::testing::RunOptions with_input;
+        with_input.stdin_data = run->out;
         auto parsed = kstate::testing::run_process(
-            {"python3", "-c", "import sys,xml.etree.ElementTree as E; E.fromstring(sys.stdin.read())"},
-            {.stdin_data = run->out});
+            {"python3", "-c", "import sys,xml.etree.ElementTree as E; E.fromstring(sys.stdin.read())"}, with_input);
         CHECK(parsed.exit_code == 0);
       }
     }

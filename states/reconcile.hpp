@@ -1,0 +1,49 @@
+// One reconcile cycle, as `kstate apply` and the daemon run it: the states through
+// the engine, then ownership bookkeeping and prune. The ApplySet parent Secret holds
+// the inventory (what kstate applied, with UIDs); prune deletes only what the pure
+// decision in states/prune allows (inventory + same UID + our labels + no longer
+// declared + no guard held), and the inventory is written back with what this cycle
+// applied and removed. In test mode prune only lists what it would delete.
+#pragma once
+
+#include <utility>
+// (keep <utility> first for Boost 1.74's awaitable.hpp)
+
+#include <boost/asio/awaitable.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/dynamic_client.hpp"
+#include "manifests/state.hpp"
+#include "states/applyset.hpp"
+#include "states/engine.hpp"
+#include "states/report.hpp"
+
+namespace kstate::states {
+
+struct ReconcileOptions {
+  EngineOptions engine;
+  ApplySetParent parent;
+  bool prune = false;
+  bool allow_empty_prune = false;
+  // Facts about the manifests that guard prune.
+  bool load_failed = false;
+  bool manifests_empty = false;
+  std::string kstate_version;
+  // When set, only the states declared in these files are read and run (the daemon
+  // reconciling one changed file); every state still counts as declared for prune.
+  std::optional<std::set<std::string>> only_files;
+};
+
+// Runs the states, then prune and the inventory update. Prune results are appended
+// to the report as object_absent results named "prune:<Kind/namespace/name>"; why
+// prune was held back (if it was) is added to the report's notes.
+asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolver,
+                                     std::vector<manifests::State>& states, const ReconcileOptions& options);
+
+// The labels every applied object carries for `parent`.
+std::map<std::string, std::string> ownership_labels(const ApplySetParent& parent);
+
+}  // namespace kstate::states
