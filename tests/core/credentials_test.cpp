@@ -135,7 +135,7 @@ TEST_CASE("an exec plugin (v1) runs with KUBERNETES_EXEC_INFO and is cached unti
   CHECK(read_file(dir.path() / "count") == "3\n");
 }
 
-TEST_CASE("an exec plugin (v1beta1) works; wrong apiVersion, failures and bad output are errors", "[credentials]") {
+TEST_CASE("an exec plugin (v1beta1) works, wrong apiVersion, failures and bad output are errors", "[credentials]") {
   TempDir dir;
   auto config = exec_config(dir, "client.authentication.k8s.io/v1beta1", "");
   auto source = make_credential_source(config);

@@ -74,7 +74,8 @@ TEST_CASE("KUBECONFIG files merge with the first file winning each name and curr
   CHECK(missing.error().message.find("context \"nope\" does not exist") != std::string::npos);
 }
 
-TEST_CASE("--kubeconfig wins over KUBECONFIG and must exist; ~/.kube/config is the default", "[kubeconfig]") {
+TEST_CASE("the kubeconfig flag wins over KUBECONFIG and must exist, and the home kube config is the default",
+          "[kubeconfig]") {
   TempDir dir;
   write_file(dir.path() / "flag.yaml", one_cluster_config("flag", "https://flag:1", "    token: t\n", "flag"));
   write_file(dir.path() / "env.yaml", one_cluster_config("env", "https://env:1", "    token: t\n", "env"));
@@ -120,7 +121,7 @@ TEST_CASE("admin.conf, then the in-cluster service account, are the fallbacks", 
   CHECK(load_client_config(in_cluster)->server == "https://admin:6443");
 }
 
-TEST_CASE("relative paths resolve against the kubeconfig's folder; data fields are base64", "[kubeconfig]") {
+TEST_CASE("relative paths resolve against the kubeconfig's folder, data fields are base64", "[kubeconfig]") {
   TempDir dir;
   write_file(dir.path() / "conf" / "certs" / "ca.pem", "CA-PEM");
   write_file(dir.path() / "conf" / "certs" / "client.pem", "CLIENT-PEM");

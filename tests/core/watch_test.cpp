@@ -35,7 +35,7 @@ TEST_CASE("watch events split across reads are decoded in order", "[watch]") {
   }
 }
 
-TEST_CASE("an ERROR event carries a Status; a broken line is an error", "[watch]") {
+TEST_CASE("an ERROR event carries a Status, a broken line is an error", "[watch]") {
   WatchDecoder decoder;
   auto events = decoder.feed(
       R"json({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}})json"

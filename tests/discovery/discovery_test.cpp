@@ -55,7 +55,7 @@ std::set<std::string> resource_set(const std::vector<ApiResource>& resources) {
 
 }  // namespace
 
-TEST_CASE("aggregated discovery fills the mapper; the cache then answers with zero requests", "[discovery]") {
+TEST_CASE("aggregated discovery fills the mapper, the cache then answers with zero requests", "[discovery]") {
   Emulator emulator;
   TempDir cache;
   Session session(emulator);

@@ -137,7 +137,7 @@ TEST_CASE("Directory walk: recursive, lexical, skips dotfiles, editor leftovers 
   CHECK(relative == std::vector<std::string>{"a.json", "a/c.yml", "a/z/d.yaml", "b.yaml", "cm/app.yaml"});
 }
 
-TEST_CASE("Files load in lexical order, documents in file order; Lists expand; JSON files load", "[loader]") {
+TEST_CASE("Files load in lexical order, documents in file order, Lists expand, JSON files load", "[loader]") {
   TempDir dir;
   dir.write("20-list.yaml", R"(apiVersion: v1
 kind: List
@@ -480,7 +480,7 @@ kind: Secret
   CHECK(ids(result) == std::vector<std::string>{"ClusterRole/system:controller:fine", "Pod/job-"});
 }
 
-TEST_CASE("Errors in one file never stop the others; YAML errors give exact positions", "[loader]") {
+TEST_CASE("Errors in one file never stop the others, YAML errors give exact positions", "[loader]") {
   TempDir dir;
   dir.write("1-good.yaml", kConfigMap);
   dir.write("2-broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unclosed\n");
