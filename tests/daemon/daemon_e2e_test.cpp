@@ -271,3 +271,23 @@ TEST_CASE("SIGTERM during a large apply exits 0 with STOPPING=1 and leaves only 
   CHECK(created >= before_stop);
   CHECK(created <= 300);
 }
+
+TEST_CASE("kstate daemon waits for an unreachable API server, then reconciles and says READY") {
+  Emulator emulator;
+  Daemon daemon(emulator);
+  write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
+  emulator.stop();
+  daemon.start();
+
+  auto waiting = daemon.wait_notification("STATUS=waiting for the API server", 10s);
+  REQUIRE(waiting);
+  CHECK(waiting->find("READY=1") == std::string::npos);
+  CHECK(kstate::testing::http_get(daemon.port, "/readyz").status == 503);
+
+  emulator.restart();
+  auto ready = daemon.wait_notification("READY=1", 15s);
+  REQUIRE(ready);
+  CHECK(ready->find("1 created") != std::string::npos);
+  CHECK(daemon.color("app") == "blue");
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
