@@ -415,3 +415,51 @@ TEST_CASE("usage and connection errors exit 2 with one clear line") {
   CHECK(bad_kubeconfig.exit_code == 2);
   CHECK(bad_kubeconfig.err.find("/nonexistent/kubeconfig") != std::string::npos);
 }
+
+TEST_CASE("apply --prune deletes only inventoried objects whose manifests are gone, and never in a failed cycle") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("prune");
+  auto config_map = [](const std::string& name) {
+    return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: default}\ndata: {a: b}\n";
+  };
+  write_file(std::filesystem::path(dir) / "keep.yaml", config_map("keep"));
+  write_file(std::filesystem::path(dir) / "drop.yaml", config_map("drop"));
+  REQUIRE(cluster.apply(dir, {"--prune"}).exit_code == 0);
+  // The inventory lives in the ApplySet parent Secret; kubectl's selector finds the members.
+  auto parent = cluster.get("/api/v1/namespaces/kube-system/secrets/kstate");
+  REQUIRE(parent.IsObject());
+  std::string id = field(parent, {"metadata", "labels", "applyset.kubernetes.io/id"});
+  CHECK(id.rfind("applyset-", 0) == 0);
+  CHECK(field(parent, {"metadata", "annotations", "applyset.kubernetes.io/contains-group-kinds"}) == "ConfigMap");
+  // An object that carries our labels but that kstate never applied is not ours to delete.
+  std::string foreign = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"foreign","namespace":"default",
+    "labels":{"app.kubernetes.io/managed-by":"kstate","applyset.kubernetes.io/part-of":")" +
+                        id + R"("}},"data":{"x":"y"}})";
+  REQUIRE(cluster.emulator.request("POST", "/api/v1/namespaces/default/configmaps", foreign).status == 201);
+
+  std::filesystem::remove(std::filesystem::path(dir) / "drop.yaml");
+  SECTION("a file that fails to load holds prune back") {
+    write_file(std::filesystem::path(dir) / "broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: [\n");
+    auto held = cluster.apply(dir, {"--prune"});
+    CHECK(held.exit_code == 2);
+    CHECK(held.out.find("prune held back") != std::string::npos);
+    CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/drop").IsNull());
+  }
+  SECTION("test mode lists the prune, then apply deletes exactly that object") {
+    auto test = cluster.test(dir, {"--prune"});
+    CHECK(test.exit_code == 1);
+    CHECK(test.out.find("would be pruned") != std::string::npos);
+    CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/drop").IsNull());
+    auto pruned = cluster.apply(dir, {"--prune"});
+    CHECK(pruned.exit_code == 0);
+    CHECK(pruned.out.find("prune:ConfigMap/default/drop") != std::string::npos);
+    CHECK(cluster.get("/api/v1/namespaces/default/configmaps/drop").IsNull());
+    CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/keep").IsNull());
+    CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/foreign").IsNull());
+    // Without --prune, `kstate apply` never deletes.
+    std::filesystem::remove(std::filesystem::path(dir) / "keep.yaml");
+    write_file(std::filesystem::path(dir) / "other.yaml", config_map("other"));
+    CHECK(cluster.apply(dir).exit_code == 0);
+    CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/keep").IsNull());
+  }
+}
