@@ -1,0 +1,367 @@
+#!/usr/bin/env bash
+# bench/run.sh: kstate's benchmark scenarios against kstate-emulator, with kubectl
+# (client-side and server-side apply, server-side diff) and a raw-HTTP lower bound
+# as baselines measured in the same run, so the figures are read as ratios (the
+# machines are shared and noisy; absolute times do not compare across runs).
+# Every figure is printed with the command that reproduces it.
+#
+#   bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N]
+#
+# --quick: 1,000 objects, 1 run per figure (CI smoke: fails only if something breaks).
+# Full (default): 1,000 objects, median of 5 runs; scenario 6 also with 10,000 objects.
+# Scenario 8 always parses 10,000.
+# Scenarios 4-6 (daemon) run when this kstate has the `daemon` subcommand.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build="$repo/build"
+runs=5
+objects=1000
+namespaces=10
+quick=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) quick=1; runs=1 ;;
+    --build) build=$2; shift ;;
+    --runs) runs=$2; shift ;;
+    --objects) objects=$2; shift ;;
+    *) echo "usage: bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N]" >&2; exit 2 ;;
+  esac
+  shift
+done
+build=$(cd "$build" && pwd)
+kstate="$build/kstate"
+emulator="$build/kstate-emulator"
+corpus_tool="$build/bench/kstate-bench-corpus"
+parse_tool="$build/bench/kstate-bench-parse"
+load_tool="$build/tests/emulator/kstate-emulator-load"
+for tool in "$kstate" "$emulator" "$corpus_tool" "$parse_tool"; do
+  [[ -x "$tool" ]] || { echo "bench/run.sh: missing $tool (build the kstate, kstate-emulator and kstate-bench-* targets)" >&2; exit 2; }
+done
+have_kubectl=0
+command -v kubectl >/dev/null && have_kubectl=1
+
+work=$(mktemp -d /tmp/kstate-bench.XXXXXX)
+emulator_pid=""
+cleanup() {
+  [[ -n "${daemon_pid:-}" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  [[ -n "$emulator_pid" ]] && kill "$emulator_pid" 2>/dev/null && wait "$emulator_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+# kubectl keeps its discovery cache per server address; a private HOME keeps the
+# user's cache out of the measurement and ours out of the user's.
+export HOME="$work/home"
+mkdir -p "$HOME"
+
+kc="$work/kubeconfig"
+start_emulator() {
+  stop_emulator
+  rm -f "$kc"
+  "$emulator" --listen 127.0.0.1:0 --kubeconfig-out "$kc" >"$work/emulator.log" 2>&1 &
+  emulator_pid=$!
+  for _ in $(seq 200); do
+    grep -q "listening on" "$work/emulator.log" 2>/dev/null && [[ -s "$kc" ]] && return 0
+    sleep 0.05
+  done
+  echo "bench/run.sh: the emulator did not start:" >&2
+  cat "$work/emulator.log" >&2
+  exit 1
+}
+stop_emulator() {
+  if [[ -n "$emulator_pid" ]]; then
+    kill "$emulator_pid" 2>/dev/null || true
+    wait "$emulator_pid" 2>/dev/null || true
+    emulator_pid=""
+  fi
+}
+# The CRD is created before any timed step (for every tool alike): kubectl cannot
+# create a CRD and its CRs in one `apply`, it has no wait for Established.
+precreate_crd() {
+  if [[ $have_kubectl == 1 ]]; then
+    kubectl --kubeconfig "$kc" apply --server-side -f "$1/00-crd.yaml" >/dev/null
+    kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout=30s crd/widgets.bench.kstate.io >/dev/null
+  else
+    "$kstate" apply "$1/00-crd.yaml" --kubeconfig "$kc" --cache-dir "$work/crd-cache" >/dev/null 2>&1
+    sleep 2  # the emulator marks a CRD Established about a second after its creation
+  fi
+}
+reset_requests() { kubectl_raw DELETE >/dev/null; }
+# API requests the emulator saw since the last reset (its own /emulator controls excluded).
+count_requests() {
+  kubectl_raw GET | jq '[.requests[] | select(.path | startswith("/emulator") | not)] | length'
+}
+kubectl_raw() {
+  local server token
+  server=$(grep -m1 'server:' "$kc" | awk '{print $2}')
+  token=$(grep -m1 'token:' "$kc" | awk '{print $2}')
+  # The token is passed through a header file so it shows in no process list or log.
+  printf 'Authorization: Bearer %s\n' "$token" >"$work/auth-header"
+  curl -sk -X "$1" -H @"$work/auth-header" "$server/emulator/requests"
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# time_ms EXPECTED_EXIT_CODES... -- COMMAND...: prints the wall time in ms; fails the
+# benchmark when the exit code is not one of the expected ones.
+time_ms() {
+  local expected=()
+  while [[ $1 != -- ]]; do expected+=("$1"); shift; done
+  shift
+  local start end code=0
+  start=$(now_ms)
+  "$@" >"$work/last.out" 2>&1 || code=$?
+  end=$(now_ms)
+  local ok=0
+  for e in "${expected[@]}"; do [[ $code == "$e" ]] && ok=1; done
+  if [[ $ok == 0 ]]; then
+    echo "bench/run.sh: '$*' exited $code:" >&2
+    tail -20 "$work/last.out" >&2
+    exit 1
+  fi
+  echo $((end - start))
+}
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else print "n/a" }'; }
+
+declare -A figure
+report() {  # report KEY VALUE UNIT COMMAND
+  figure[$1]=$2
+  printf '%-34s %10s %-5s  $ %s\n' "$1" "$2" "$3" "$4"
+}
+
+echo "kstate bench: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
+  "$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "mode: $([[ $quick == 1 ]] && echo quick || echo full), $objects objects over $namespaces namespaces, $runs run(s) per figure (median)"
+echo "kstate: $kstate --concurrency default; kubectl: $(command -v kubectl || echo 'not installed')"
+echo
+
+corpus="$work/corpus"
+changed="$work/corpus-changed"
+"$corpus_tool" --out "$corpus" --objects "$objects" --namespaces "$namespaces" >/dev/null
+"$corpus_tool" --out "$changed" --objects "$objects" --namespaces "$namespaces" --change 10 >/dev/null
+corpus_cmd="kstate-bench-corpus --out DIR --objects $objects --namespaces $namespaces"
+
+ks_flags() { echo --kubeconfig "$kc" --cache-dir "$1"; }
+kubectl_k() { kubectl --kubeconfig "$kc" "$@"; }
+
+# ---- Scenarios 1 and 2: cold apply, then re-apply with nothing changed -----------------
+# kstate-unthrottled: the same with the client-side rate limiter (default --qps 50
+# --burst 100) out of the way, to show what the limiter costs.
+unthrottled=(--qps 100000 --burst 100000)
+tools=(kstate kstate-unthrottled)
+[[ $have_kubectl == 1 ]] && tools+=(kubectl-csa kubectl-ssa)
+for tool in "${tools[@]}"; do
+  cold=() again=() requests=()
+  for ((run = 0; run < runs; run++)); do
+    start_emulator
+    precreate_crd "$corpus"
+    cache="$work/cache-$tool-$run"
+    case $tool in
+      kstate)
+        cold+=("$(time_ms 0 -- "$kstate" apply "$corpus" $(ks_flags "$cache"))")
+        reset_requests
+        again+=("$(time_ms 0 -- "$kstate" apply "$corpus" $(ks_flags "$cache"))") ;;
+      kstate-unthrottled)
+        cold+=("$(time_ms 0 -- "$kstate" apply "$corpus" $(ks_flags "$cache") "${unthrottled[@]}")")
+        reset_requests
+        again+=("$(time_ms 0 -- "$kstate" apply "$corpus" $(ks_flags "$cache") "${unthrottled[@]}")") ;;
+      kubectl-csa)
+        cold+=("$(time_ms 0 -- kubectl_k apply -f "$corpus" -R)")
+        reset_requests
+        again+=("$(time_ms 0 -- kubectl_k apply -f "$corpus" -R)") ;;
+      kubectl-ssa)
+        cold+=("$(time_ms 0 -- kubectl_k apply --server-side -f "$corpus" -R)")
+        reset_requests
+        again+=("$(time_ms 0 -- kubectl_k apply --server-side -f "$corpus" -R)") ;;
+    esac
+    requests+=("$(count_requests)")
+  done
+  case $tool in
+    kstate) cmd="kstate apply DIR --kubeconfig KC --cache-dir CACHE" ;;
+    kstate-unthrottled) cmd="kstate apply DIR --kubeconfig KC --cache-dir CACHE ${unthrottled[*]}" ;;
+    kubectl-csa) cmd="kubectl --kubeconfig KC apply -f DIR -R" ;;
+    kubectl-ssa) cmd="kubectl --kubeconfig KC apply --server-side -f DIR -R" ;;
+  esac
+  report "1.cold-apply.$tool" "$(median "${cold[@]}")" ms "$cmd   (fresh emulator, CRD pre-created)"
+  report "2.reapply.$tool" "$(median "${again[@]}")" ms "$cmd   (again, nothing changed)"
+  report "2.reapply-requests.$tool" "$(median "${requests[@]}")" req "$cmd   (emulator /emulator/requests)"
+done
+stop_emulator
+
+# ---- Raw-HTTP lower bound for the creates ----------------------------------------------
+if [[ -x "$load_tool" ]]; then
+  raw=()
+  for ((run = 0; run < runs; run++)); do
+    start_emulator
+    "$load_tool" --kubeconfig "$kc" --requests "$objects" --connections 4 >"$work/load.out"
+    raw+=("$(awk '/^CREATE/ {for (i = 1; i <= NF; i++) if ($i == "s,") print int($(i-1) * 1000)}' "$work/load.out")")
+  done
+  report "1.raw-http-creates" "$(median "${raw[@]}")" ms \
+    "kstate-emulator-load --kubeconfig KC --requests $objects --connections 4   (CREATE line: $objects ConfigMap POSTs)"
+  stop_emulator
+fi
+
+# ---- Scenario 3: test mode (diff), nothing changed and 10% changed ---------------------
+start_emulator
+precreate_crd "$corpus"
+"$kstate" apply "$corpus" $(ks_flags "$work/cache-3") >/dev/null 2>&1
+test_same=() test_changed=() diff_same=() diff_changed=() test_requests=()
+for ((run = 0; run < runs; run++)); do
+  reset_requests
+  test_same+=("$(time_ms 0 -- "$kstate" test "$corpus" $(ks_flags "$work/cache-3"))")
+  test_requests+=("$(count_requests)")
+  test_changed+=("$(time_ms 1 -- "$kstate" test "$changed" $(ks_flags "$work/cache-3"))")
+  if [[ $have_kubectl == 1 ]]; then
+    # kubectl diff exits 1 when it finds differences. --force-conflicts because the
+    # fields belong to kstate's field manager (kstate applies with force=true too).
+    diff_same+=("$(time_ms 0 1 -- kubectl_k diff --server-side --force-conflicts -f "$corpus" -R)")
+    diff_changed+=("$(time_ms 1 -- kubectl_k diff --server-side --force-conflicts -f "$changed" -R)")
+  fi
+done
+report "3.test-unchanged.kstate" "$(median "${test_same[@]}")" ms "kstate test DIR --kubeconfig KC --cache-dir CACHE   (after kstate apply DIR)"
+report "3.test-unchanged-requests.kstate" "$(median "${test_requests[@]}")" req "(same; emulator /emulator/requests)"
+report "3.test-10pct.kstate" "$(median "${test_changed[@]}")" ms "kstate test DIR10 ...   ($corpus_cmd --change 10)"
+if [[ $have_kubectl == 1 ]]; then
+  report "3.diff-unchanged.kubectl" "$(median "${diff_same[@]}")" ms "kubectl --kubeconfig KC diff --server-side --force-conflicts -f DIR -R"
+  report "3.diff-10pct.kubectl" "$(median "${diff_changed[@]}")" ms "kubectl --kubeconfig KC diff --server-side --force-conflicts -f DIR10 -R"
+fi
+
+# ---- Scenario 7: discovery cold vs cached ----------------------------------------------
+disc_cold=() disc_cached=() disc_cold_req="" disc_cached_req=""
+for ((run = 0; run < runs; run++)); do
+  rm -rf "$work/cache-7"
+  disc_cold+=("$(time_ms 0 -- "$kstate" discover $(ks_flags "$work/cache-7"))")
+  disc_cold_req=$(grep -o 'discovery: [0-9]*' "$work/last.out" | awk '{print $2}')
+  disc_cached+=("$(time_ms 0 -- "$kstate" discover $(ks_flags "$work/cache-7"))")
+  disc_cached_req=$(grep -o 'discovery: [0-9]*' "$work/last.out" | awk '{print $2}')
+done
+report "7.discover-cold" "$(median "${disc_cold[@]}")" ms "kstate discover --kubeconfig KC --cache-dir EMPTY   ($disc_cold_req requests)"
+report "7.discover-cached" "$(median "${disc_cached[@]}")" ms "kstate discover --kubeconfig KC --cache-dir CACHE   ($disc_cached_req requests)"
+stop_emulator
+
+# ---- Scenarios 4, 5, 6: the daemon ------------------------------------------------------
+# Measured only when this kstate has the daemon subcommand. The daemon corpus is one file
+# per object (`--layout object`), so "one file changed" is one object.
+daemon_pid=""
+stop_daemon() {
+  if [[ -n "$daemon_pid" ]]; then
+    kill "$daemon_pid" 2>/dev/null || true
+    wait "$daemon_pid" 2>/dev/null || true
+    daemon_pid=""
+  fi
+}
+# start_daemon DIR: starts `kstate daemon` on DIR, waits for /readyz (first full
+# reconcile done) and leaves the milliseconds that took in $daemon_ready_ms.
+start_daemon() {
+  local port=$((20000 + RANDOM % 20000))
+  daemon_port=$port
+  cat >"$work/daemon.yaml" <<EOF
+manifests-dir: $1
+kubeconfig: $kc
+cache-dir: $work/daemon-cache
+state-dir: $work/daemon-state
+resync-interval: 1h
+debounce: 50ms
+qps: 100000
+burst: 100000
+listen-address: 127.0.0.1:$port
+EOF
+  local start
+  start=$(now_ms)
+  "$kstate" daemon --config "$work/daemon.yaml" >"$work/daemon.out" 2>"$work/daemon.log" &
+  daemon_pid=$!
+  for _ in $(seq 6000); do
+    if [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz") == 200 ]]; then
+      daemon_ready_ms=$(($(now_ms) - start))
+      return 0
+    fi
+    kill -0 "$daemon_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "bench/run.sh: the daemon did not become ready:" >&2
+  tail -20 "$work/daemon.log" >&2
+  exit 1
+}
+rss_kb() { awk -v key="$1:" '$1 == key {print $2}' "/proc/$daemon_pid/status"; }
+if "$kstate" daemon --help >/dev/null 2>&1; then
+  sizes=("$objects")
+  [[ $quick == 0 ]] && sizes+=(10000)
+  for size in "${sizes[@]}"; do
+    dcorpus="$work/daemon-corpus-$size"
+    "$corpus_tool" --out "$dcorpus" --objects "$size" --namespaces $((size / 100)) --layout object >/dev/null
+    start_emulator
+    precreate_crd "$dcorpus"
+    start_daemon "$dcorpus"
+    ready=$daemon_ready_ms
+    sleep 2
+    report "6.daemon-first-reconcile.$size" "$ready" ms "kstate daemon --config CFG   (manifests-dir: $size objects, qps/burst 100000; start to /readyz 200)"
+    report "6.daemon-idle-rss.$size" "$(rss_kb VmRSS)" kB "(same; VmRSS 2 s after ready)"
+    report "6.daemon-peak-rss.$size" "$(rss_kb VmHWM)" kB "(same; VmHWM)"
+    if [[ $size == "$objects" ]]; then
+      # Scenario 4: one file changed (a ConfigMap's label), write to applied, as seen
+      # by polling the object (each poll is a GET of that path, excluded from the count).
+      one=() one_req=()
+      target_path="/api/v1/namespaces/bench-0/configmaps/app-0-0"
+      server=$(grep -m1 'server:' "$kc" | awk '{print $2}')
+      for ((run = 0; run < runs; run++)); do
+        reset_requests
+        revision=$((run + 3))
+        sed "s/bench.kstate.io\/revision: \"[0-9]*\"/bench.kstate.io\/revision: \"$revision\"/" "$dcorpus/bench-0/object-0.yaml" >"$dcorpus/bench-0/.object-0.tmp"
+        start=$(now_ms)
+        mv "$dcorpus/bench-0/.object-0.tmp" "$dcorpus/bench-0/object-0.yaml"
+        applied=0
+        for _ in $(seq 1000); do
+          if curl -sk -H @"$work/auth-header" "$server$target_path" | grep -q "\"bench.kstate.io/revision\":\"$revision\""; then
+            applied=1
+            break
+          fi
+          sleep 0.005
+        done
+        [[ $applied == 1 ]] || { echo "bench/run.sh: the daemon did not apply the changed file" >&2; exit 1; }
+        one+=($(($(now_ms) - start)))
+        sleep 0.5
+        one_req+=("$(kubectl_raw GET | jq --arg p "$target_path" '[.requests[] | select((.path | startswith("/emulator") | not) and ((.method == "GET" and .path == $p) | not))] | length')")
+      done
+      report "4.daemon-one-file" "$(median "${one[@]}")" ms "edit one file of DIR (mv of a rewritten copy) with kstate daemon running   (debounce 50ms included)"
+      report "4.daemon-one-file-requests" "$(median "${one_req[@]}")" req "(same; emulator /emulator/requests, our polling GETs excluded)"
+      # Scenario 5: a full reconcile with nothing changed, which is what a resync does;
+      # SIGHUP asks for one now.
+      reset_requests
+      kill -HUP "$daemon_pid"
+      sleep 3
+      report "5.daemon-resync-requests" "$(count_requests)" req "kill -HUP \$(pidof kstate daemon)   (full reconcile, nothing changed; requests within 3 s)"
+    fi
+    stop_daemon
+    stop_emulator
+  done
+else
+  echo "(daemon scenarios 4-6 skipped: this kstate has no daemon subcommand)"
+fi
+
+# ---- Scenario 8: loading and parsing 10,000 objects -------------------------------------
+"$corpus_tool" --out "$work/corpus-10k" --objects 10000 --namespaces 50 >/dev/null
+parse_line=$("$parse_tool" --runs "$((runs < 3 ? 3 : runs))" "$work/corpus-10k")
+report "8.parse-10k" "$(echo "$parse_line" | awk '{for (i = 1; i <= NF; i++) if ($i == "median_ms") print int($(i+1))}')" ms \
+  "kstate-bench-parse --runs N DIR   (DIR: kstate-bench-corpus --objects 10000 --namespaces 50)"
+report "8.parse-objects-per-s" "$(echo "$parse_line" | awk '{for (i = 1; i <= NF; i++) if ($i == "objects_per_s") print int($(i+1))}')" obj/s "(same)"
+
+# ---- Ratios -------------------------------------------------------------------------------
+echo
+echo "ratios (baseline time / kstate time; >1 means kstate is faster):"
+if [[ $have_kubectl == 1 ]]; then
+  for k in kstate kstate-unthrottled; do
+    echo "  cold apply ($k):    vs kubectl apply $(ratio "${figure[1.cold-apply.kubectl-csa]}" "${figure[1.cold-apply.$k]}")x" \
+      " vs kubectl apply --server-side $(ratio "${figure[1.cold-apply.kubectl-ssa]}" "${figure[1.cold-apply.$k]}")x   (target >= 5x)"
+  done
+  echo "  re-apply:      vs kubectl apply $(ratio "${figure[2.reapply.kubectl-csa]}" "${figure[2.reapply.kstate]}")x" \
+    " vs kubectl apply --server-side $(ratio "${figure[2.reapply.kubectl-ssa]}" "${figure[2.reapply.kstate]}")x   (target >= 20x)"
+  echo "  test, same:    vs kubectl diff --server-side $(ratio "${figure[3.diff-unchanged.kubectl]}" "${figure[3.test-unchanged.kstate]}")x   (target >= 5x)"
+  echo "  test, 10%:     vs kubectl diff --server-side $(ratio "${figure[3.diff-10pct.kubectl]}" "${figure[3.test-10pct.kstate]}")x"
+fi
+if [[ -n "${figure[1.raw-http-creates]:-}" ]]; then
+  for k in kstate kstate-unthrottled; do
+    echo "  cold apply ($k):    kstate / raw-HTTP lower bound $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-creates]}")x   (target <= 1.5x)"
+  done
+fi
+echo "  re-apply requests (kstate): ${figure[2.reapply-requests.kstate]}   (target: <= one per (kind, namespace) pair = $((8 * namespaces + 2)) here: 8 namespaced kinds x namespaces + Namespace + CRD, discovery cached)"
+echo "  discovery:     cold $disc_cold_req requests, cached $disc_cached_req requests"
