@@ -25,8 +25,8 @@ struct CommonOptions {
   std::string context;
   std::string output = "text";  // text | json | junit
   int concurrency = 16;
-  double qps = 50.0;
-  int burst = 100;
+  double qps = 500.0;
+  int burst = 1000;
   std::string field_manager = "kstate";
   std::optional<bool> prune;  // --prune / --no-prune
   bool allow_empty_prune = false;

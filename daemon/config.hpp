@@ -35,8 +35,8 @@ struct DaemonConfig {
   Duration resync_interval = std::chrono::minutes(5);
   Duration debounce = std::chrono::milliseconds(300);
   int concurrency = 16;
-  double qps = 50.0;
-  int burst = 100;
+  double qps = 500.0;
+  int burst = 1000;
   std::string field_manager = "kstate";
   std::string applyset_name = "kstate";
   std::string applyset_namespace = "kube-system";

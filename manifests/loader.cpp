@@ -259,13 +259,22 @@ FileContent read_file(const std::string& path, std::size_t max_bytes) {
     content.error = "cannot open for reading";
     return content;
   }
-  content.text.resize(max_bytes + 1);
-  stream.read(content.text.data(), static_cast<std::streamsize>(content.text.size()));
-  content.text.resize(static_cast<std::size_t>(stream.gcount()));
-  if (content.text.size() > max_bytes) {
-    content.error = "file is larger than the limit of " + std::to_string(max_bytes) + " bytes (max_file_bytes)";
-    content.text.clear();
-  } else if (stream.bad()) {
+  // Read what is there, in chunks: a buffer of the limit's size for every file cost
+  // 32 MiB of zeroed memory per file (19 s for 1,000 small files). The loop still
+  // enforces the limit if the file grows between the size check and the read.
+  if (!error) {
+    content.text.reserve(static_cast<std::size_t>(std::min<std::uintmax_t>(size, max_bytes)) + 1);
+  }
+  std::array<char, 64 * 1024> chunk{};
+  while (stream.read(chunk.data(), chunk.size()) || stream.gcount() > 0) {
+    content.text.append(chunk.data(), static_cast<std::size_t>(stream.gcount()));
+    if (content.text.size() > max_bytes) {
+      content.error = "file is larger than the limit of " + std::to_string(max_bytes) + " bytes (max_file_bytes)";
+      content.text.clear();
+      return content;
+    }
+  }
+  if (stream.bad()) {
     content.error = "read error";
   }
   return content;
@@ -1053,6 +1062,9 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
     const json::Value* name = json::find_path(state.object, {"metadata", "name"});
     if (name == nullptr || !name->IsString()) {
       continue;  // generateName: every apply makes a new object
+    }
+    if (state.function == Function::object_updated) {
+      continue;  // adjusts an object declared elsewhere (MetalK8s' coredns-replicas pattern)
     }
     auto [existing_object, fresh] = by_object.emplace(object_identity(state.object), i);
     if (fresh) {

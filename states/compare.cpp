@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 
+#include "core/encoding.hpp"
+
 namespace kstate::states {
 namespace {
 
@@ -64,6 +66,31 @@ bool is_subset(const json::Value& desired, const json::Value& live) {
     default:
       return desired == live;
   }
+}
+
+json::Document as_stored(const json::Value& desired) {
+  json::Document stored = json::copy(desired);
+  const json::Value* string_data = json::find(stored, "stringData");
+  if (string_data == nullptr || !string_data->IsObject() ||
+      json::string_or(json::find(stored, "kind"), "") != "Secret") {
+    return stored;
+  }
+  auto& allocator = stored.GetAllocator();
+  json::Document folded(rapidjson::kObjectType);
+  for (const auto& member : string_data->GetObject()) {
+    if (member.value.IsString()) {
+      std::string_view key(member.name.GetString(), member.name.GetStringLength());
+      json::set_string(folded, key, encoding::base64_encode({member.value.GetString(), member.value.GetStringLength()}),
+                       folded.GetAllocator());
+    }
+  }
+  json::Value& data = json::ensure_object(stored, "data", allocator);
+  for (const auto& member : folded.GetObject()) {
+    json::set_string(data, {member.name.GetString(), member.name.GetStringLength()},
+                     {member.value.GetString(), member.value.GetStringLength()}, allocator);
+  }
+  stored.RemoveMember("stringData");
+  return stored;
 }
 
 std::string config_hash(const json::Value& object) {

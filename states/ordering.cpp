@@ -364,7 +364,14 @@ Result<Plan> plan_order(const std::vector<PlanItem>& items) {
       if (!targets) {
         return std::move(targets).error();
       }
-      node.requires_nodes.insert(node.requires_nodes.end(), targets->begin(), targets->end());
+      // A reference by object (Kind/namespace/name) also matches the referring state
+      // when it concerns the same object (object_updated after object_present): that
+      // match is not a dependency (requiring its own ID still is a cycle).
+      for (std::size_t target : *targets) {
+        if (target != i || reference == item.id) {
+          node.requires_nodes.push_back(target);
+        }
+      }
     }
   }
 
