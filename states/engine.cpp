@@ -540,6 +540,7 @@ struct Engine::Impl {
       json::Document desired = desired_object(index);
       changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
       slot.result.comment = "would be created; " + why;
+      pending_objects.insert(slot.ref.display());
     }
     co_return;
   }

@@ -463,3 +463,20 @@ TEST_CASE("apply --prune deletes only inventoried objects whose manifests are go
     CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/keep").IsNull());
   }
 }
+
+TEST_CASE("the examples folder: test mode on an empty cluster has only pending changes, then apply converges") {
+  Cluster cluster;
+  std::string dir = std::string(KSTATE_SOURCE_DIR) + "/examples";
+  auto test = cluster.test(dir);
+  CHECK(test.exit_code == 1);
+  CHECK(test.out.find("Failed: 0") != std::string::npos);
+  CHECK(test.out.find("would be updated once this run creates it") != std::string::npos);
+  auto apply = cluster.apply(dir);
+  CHECK(apply.exit_code == 0);
+  CHECK(field(cluster.get("/apis/apps/v1/namespaces/kstate-demo/deployments/web"), {"spec", "replicas"}) == "2");
+  cluster.emulator.reset_request_log();
+  auto again = cluster.apply(dir);
+  CHECK(again.out.find("changed=0") != std::string::npos);
+  CHECK(cluster.writes() == 0);  // the Secret's stringData no longer looks changed
+  CHECK(cluster.test(dir).exit_code == 0);
+}
