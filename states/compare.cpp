@@ -1,12 +1,8 @@
 // Subset comparison and configuration hashes for no-op detection.
 #include "states/compare.hpp"
 
-#include <openssl/evp.h>
-
-#include <array>
-#include <cmath>
-
 #include "core/encoding.hpp"
+#include "manifests/loader.hpp"
 
 namespace kstate::states {
 namespace {
@@ -19,20 +15,6 @@ bool numbers_equal(const json::Value& a, const json::Value& b) {
     return a.GetUint64() == b.GetUint64();
   }
   return a.GetDouble() == b.GetDouble();
-}
-
-std::string sha256_hex(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(length * 2);
-  for (unsigned int i = 0; i < length; ++i) {
-    out.push_back(hex[digest[i] >> 4]);
-    out.push_back(hex[digest[i] & 0xf]);
-  }
-  return out;
 }
 
 }  // namespace
@@ -100,7 +82,7 @@ std::string config_hash(const json::Value& object) {
       annotations->RemoveMember(config_hash_annotation);
     }
   }
-  return sha256_hex(json::dump(copy));
+  return manifests::sha256_hex(json::dump(copy));
 }
 
 std::string recorded_config_hash(const json::Value& object) {
