@@ -12,10 +12,6 @@
 
 #include "core/json.hpp"
 
-// GCC 12 misreads Asio's coroutine frame allocator (its operator new/delete pair) when it
-// inlines across the co_await chains below: a known false positive.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
 namespace kstate::discovery {
 namespace {
 
