@@ -128,8 +128,13 @@ class BeastResponseStream final : public ResponseStream {
       }
       co_return connection_error(ErrorKind::connection, "watch stream", ec);
     }
-    if (used == 0 && parser_->is_done()) {
-      co_return std::string();
+    if (used == 0) {
+      // Only framing was read (a chunk header, say): no body byte yet, and an empty
+      // string would read as the end of the stream, so read again unless it ended.
+      if (parser_->is_done()) {
+        co_return std::string();
+      }
+      co_return co_await read_some();
     }
     co_return std::string(chunk, used);
   }

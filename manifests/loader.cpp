@@ -505,6 +505,7 @@ class Loader {
     state.function = arguments.function;
     if (arguments.strategy) {
       state.strategy = *arguments.strategy;
+      state.strategy_given = true;
     }
     if (arguments.recreate) {
       state.recreate = *arguments.recreate;
@@ -563,6 +564,7 @@ class Loader {
     if (auto value = value_of(kStrategyAnnotation)) {
       if (auto strategy = parse_strategy(*value)) {
         state.strategy = *strategy;
+        state.strategy_given = true;
       } else {
         fail(kStrategyAnnotation, "annotation " + std::string(kStrategyAnnotation) + ": unknown strategy \"" + *value +
                                       "\", expected apply, replace or create-only" + did_you_mean(*value, kStrategies));

@@ -40,6 +40,9 @@ struct State {
   Function function = Function::object_present;
   json::Document object;  // the manifest (absent: apiVersion/kind/metadata.name/namespace only)
   Strategy strategy = Strategy::apply;
+  // True when the state or an annotation chose the strategy: object_updated patches with
+  // a merge patch unless `strategy: apply` was given.
+  bool strategy_given = false;
   bool recreate = false;
   std::string propagation = "Background";
   Wait wait;

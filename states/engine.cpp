@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -18,6 +19,8 @@
 #include "states/compare.hpp"
 #include "states/diff.hpp"
 #include "states/ordering.hpp"
+#include "states/readiness.hpp"
+#include "states/schema_validation.hpp"
 
 namespace kstate::states {
 namespace {
@@ -82,19 +85,6 @@ bool is_crd(const GroupVersionKind& gvk) {
   return gvk.group == "apiextensions.k8s.io" && gvk.kind == "CustomResourceDefinition";
 }
 
-bool condition_true(const json::Value& object, std::string_view type) {
-  const json::Value* conditions = json::find_path(object, {"status", "conditions"});
-  if (conditions == nullptr || !conditions->IsArray()) {
-    return false;
-  }
-  for (const auto& condition : conditions->GetArray()) {
-    if (json::string_or(json::find(condition, "type"), "") == type) {
-      return json::string_or(json::find(condition, "status"), "") == "True";
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 std::string ObjectRef::display() const {
@@ -127,7 +117,8 @@ struct Engine::Impl {
   std::map<std::string, LiveSet> live_sets;
   // Test mode: Namespaces and CRD kinds that would only be created by this run.
   std::set<std::string> pending_namespaces;
-  std::map<std::string, std::string> pending_crd_kinds;  // "group/Kind" -> CRD name
+  // "group/Kind" -> the CRD (as it would be created), whose schema validates its CRs locally.
+  std::map<std::string, json::Document> pending_crd_kinds;
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
   bool crd_established_since_refresh = false;
@@ -494,10 +485,7 @@ struct Engine::Impl {
     if (!slot.resource) {
       auto crd = pending_crd_kinds.find(slot.ref.gvk.group + "/" + slot.ref.gvk.kind);
       if (options.test_mode && crd != pending_crd_kinds.end() && state.function != Function::object_absent) {
-        json::Document desired = json::copy(state.object);
-        changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
-        slot.result.comment = "would be created; server validation skipped because CustomResourceDefinition " +
-                              crd->second + " does not exist yet";
+        pending_custom_resource(index, crd->second);
         co_return;
       }
       if (state.function == Function::object_absent && slot.resolve_error->kind == ErrorKind::not_found) {
@@ -543,6 +531,52 @@ struct Engine::Impl {
       pending_objects.insert(slot.ref.display());
     }
     co_return;
+  }
+
+  // Test mode: the CRD of this custom resource is only created by this run, so the
+  // server cannot validate it: check it against the CRD's schema here instead.
+  void pending_custom_resource(std::size_t index, const json::Value& crd) {
+    Slot& slot = slots[index];
+    State& state = states[index];
+    std::string crd_name = string_at(crd, {"metadata", "name"});
+    if (string_at(crd, {"spec", "scope"}) != "Cluster") {
+      std::string ns = string_at(state.object, {"metadata", "namespace"});
+      slot.ref.ns = ns.empty() ? options.default_namespace : ns;
+    }
+    slot.result.name = slot.ref.display();
+    std::string not_yet = "CustomResourceDefinition " + crd_name + " does not exist yet";
+    if (state.function == Function::object_updated) {
+      if (pending_objects.count(slot.ref.display()) == 0) {
+        fail(index, slot.ref.display() + " does not exist (" + not_yet + ")");
+      } else {
+        would_update_created(index);
+      }
+      return;
+    }
+    json::Document desired = desired_object(index);
+    auto schema = crd_version_schema(crd, slot.ref.gvk.version);
+    if (!schema.ok()) {
+      fail(index, schema.error().message + " (checked locally: " + not_yet + ")");
+      return;
+    }
+    std::string violations;
+    if (*schema != nullptr) {
+      for (const auto& violation : validate_against_schema(desired, **schema)) {
+        violations += "\n  " + violation.message;
+      }
+    }
+    if (!violations.empty()) {
+      fail(index, "invalid against the schema of CustomResourceDefinition " + crd_name +
+                      " (checked locally: " + not_yet + "):" + violations);
+      return;
+    }
+    changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
+    slot.result.comment =
+        *schema != nullptr
+            ? "would be created; validated locally against the schema of CustomResourceDefinition " + crd_name +
+                  " (server validation skipped because it does not exist yet)"
+            : "would be created; server validation skipped because " + not_yet + " (it has no schema to check)";
+    pending_objects.insert(slot.ref.display());
   }
 
   // Test mode: the object this object_updated changes is only created by this run.
@@ -758,6 +792,7 @@ struct Engine::Impl {
     changed(index, "re-created", object_diff(live, *created, diff_label(slot.ref)));
     slot.result.comment = "re-created (" + fields + " is immutable)";
     remember_live(index, *created);
+    co_await after_present(index, *created);
   }
 
   // After an object_present: CRDs must be Established before their CRs run.
@@ -772,37 +807,183 @@ struct Engine::Impl {
         }
         if (is_crd(slot.ref.gvk)) {
           pending_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
-              slot.ref.name;
+              json::copy(object);
         }
       }
       co_return;
     }
-    if (is_crd(slot.ref.gvk) || states[index].wait.enabled) {
+    if (is_crd(slot.ref.gvk) || wants_wait(states[index].wait)) {
       co_await wait_ready(index, object);
     }
   }
 
+  static bool wants_wait(const manifests::Wait& wait) {
+    return wait.enabled || wait.attempts > 0 || wait.timeout_seconds > 0;
+  }
+
+  // Waits until the object is ready (states/readiness): CRDs until Established, and
+  // any object whose state asks (`wait`, annotation kstate.io/wait). The state fails
+  // with the last reason seen when the wait runs out or readiness cannot come.
   asio::awaitable<void> wait_ready(std::size_t index, const json::Value& written) {
     Slot& slot = slots[index];
-    if (!is_crd(slot.ref.gvk)) {
-      co_return;  // readiness of other kinds: see states/readiness
+    const bool crd = is_crd(slot.ref.gvk);
+    manifests::Wait policy = states[index].wait;
+    WaitDefaults defaults;
+    defaults.timeout = options.default_wait_timeout;
+    if (crd) {
+      // A CRD is Established within moments; its CRs are waiting for it.
+      policy.enabled = true;
+      defaults.initial_delay = std::chrono::milliseconds(50);
+      defaults.max_delay = std::chrono::milliseconds(1000);
     }
-    if (condition_true(written, "Established")) {
-      crd_established_since_refresh = true;
+    auto outcome = co_await wait_until_ready(index, written, policy, defaults);
+    if (!outcome.ok()) {
+      fail(index, outcome.error().message);
       co_return;
     }
-    auto deadline = Clock::now() + options.default_wait_timeout;
-    std::chrono::milliseconds delay{50};
-    while (Clock::now() < deadline) {
-      co_await sleep_for(delay);
-      delay = std::min(delay * 2, std::chrono::milliseconds(1000));
-      auto got = co_await read(slot);
-      if (got.ok() && condition_true(*got, "Established")) {
-        crd_established_since_refresh = true;
-        co_return;
+    if (crd) {
+      crd_established_since_refresh = true;
+    }
+  }
+
+  static std::string duration_text(std::chrono::milliseconds duration) {
+    auto ms = duration.count();
+    if (ms >= 60'000 && ms % 60'000 == 0) {
+      return std::to_string(ms / 60'000) + " min";
+    }
+    if (ms >= 1000 && ms % 1000 == 0) {
+      return std::to_string(ms / 1000) + " s";
+    }
+    return std::to_string(ms) + " ms";
+  }
+
+  // A time-bounded wait watches the object (one request, woken by each change); a wait
+  // counted in attempts polls, as MetalK8s does, and so does any wait when the watch
+  // is refused. Polls follow states/readiness' schedule with the injectable sleep.
+  asio::awaitable<Status> wait_until_ready(std::size_t index, const json::Value& written, const manifests::Wait& policy,
+                                           const WaitDefaults& defaults) {
+    Slot& slot = slots[index];
+    ReadinessCheck check = check_ready(written);
+    if (check.readiness == Readiness::ready) {
+      co_return ok_status();
+    }
+    const std::string what = slot.ref.display();
+    if (check.readiness == Readiness::failed) {
+      co_return Error(ErrorKind::invalid, what + " will not become ready: " + check.reason);
+    }
+    WaitSchedule schedule = wait_schedule(policy, defaults);
+    auto started = Clock::now();
+    spdlog::info("waiting for {} to be ready: {}", what, check.reason);
+    if (options.watch_waits && policy.attempts <= 0 && schedule.deadline) {
+      auto watched = co_await watch_until_ready(index, check, resource_version(written), started + *schedule.deadline);
+      if (watched == WatchOutcome::ready) {
+        co_return ok_status();
+      }
+      if (watched == WatchOutcome::failed) {
+        co_return Error(ErrorKind::invalid, what + " will not become ready: " + check.reason);
+      }
+      if (watched == WatchOutcome::timed_out) {
+        co_return Error(ErrorKind::timeout, "timed out after " + duration_text(*schedule.deadline) + " waiting for " +
+                                                what + " to be ready: " + check.reason);
       }
     }
-    fail(index, "timed out waiting for CustomResourceDefinition " + slot.ref.name + " to be Established");
+    for (std::chrono::milliseconds delay : schedule.delays) {
+      if (schedule.deadline && Clock::now() - started >= *schedule.deadline) {
+        break;
+      }
+      co_await sleep_for(delay);
+      auto got = co_await read(slot);
+      if (!got.ok()) {
+        check.reason = got.error().kind == ErrorKind::not_found ? "it was deleted while kstate waited"
+                                                                : "it could not be read: " + got.error().describe();
+        continue;
+      }
+      check = check_ready(*got);
+      if (check.readiness == Readiness::ready) {
+        co_return ok_status();
+      }
+      if (check.readiness == Readiness::failed) {
+        co_return Error(ErrorKind::invalid, what + " will not become ready: " + check.reason);
+      }
+    }
+    std::string bound = policy.attempts > 0 ? std::to_string(schedule.checks()) + " checks"
+                                            : duration_text(schedule.deadline.value_or(defaults.timeout));
+    co_return Error(ErrorKind::timeout,
+                    "timed out after " + bound + " waiting for " + what + " to be ready: " + check.reason);
+  }
+
+  enum class WatchOutcome { ready, failed, timed_out, unavailable };
+
+  // Watches one object (fieldSelector on its name) from `version` until it is ready,
+  // readiness fails, or `deadline` passes (the server ends each watch at its
+  // timeoutSeconds, so no client timer is needed). A watch that expired (410) is
+  // resumed from a fresh read; a refused watch answers unavailable.
+  asio::awaitable<WatchOutcome> watch_until_ready(std::size_t index, ReadinessCheck& check, std::string version,
+                                                  Clock::time_point deadline) {
+    Slot& slot = slots[index];
+    int quiet_watches = 0;  // watches that ended before any event: a server ending them early
+    while (true) {
+      if (quiet_watches >= 3) {
+        co_return WatchOutcome::unavailable;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) {
+        co_return WatchOutcome::timed_out;
+      }
+      ListOptions list;
+      list.field_selector = "metadata.name=" + slot.ref.name;
+      list.resource_version = version;
+      list.allow_watch_bookmarks = true;
+      list.timeout_seconds = std::max<std::int64_t>(1, (left.count() + 999) / 1000);
+      auto stream = co_await client.watch(*slot.resource, slot.ref.ns, list);
+      if (!stream.ok()) {
+        spdlog::debug("watch of {} refused ({}), polling instead", slot.ref.display(), stream.error().describe());
+        co_return WatchOutcome::unavailable;
+      }
+      bool resync = false;
+      ++quiet_watches;
+      while (!resync) {
+        auto event = co_await stream->next();
+        if (!event.ok() || !event->has_value()) {
+          break;  // ended (timeoutSeconds or a dropped connection): watch again from `version`
+        }
+        quiet_watches = 0;
+        const WatchEvent& change = **event;
+        if (change.type == WatchEventType::error) {
+          resync = true;  // typically 410 Gone: the version is too old to resume from
+          break;
+        }
+        std::string seen = resource_version(change.object);
+        if (!seen.empty()) {
+          version = seen;
+        }
+        if (change.type == WatchEventType::bookmark) {
+          continue;
+        }
+        if (change.type == WatchEventType::deleted) {
+          check.reason = "it was deleted while kstate waited";
+          continue;
+        }
+        check = check_ready(change.object);
+        if (check.readiness == Readiness::ready) {
+          co_return WatchOutcome::ready;
+        }
+        if (check.readiness == Readiness::failed) {
+          co_return WatchOutcome::failed;
+        }
+      }
+      if (resync) {
+        auto got = co_await read(slot);
+        if (!got.ok()) {
+          co_return WatchOutcome::unavailable;
+        }
+        version = resource_version(*got);
+        check = check_ready(*got);
+        if (check.readiness != Readiness::not_ready) {
+          co_return check.readiness == Readiness::ready ? WatchOutcome::ready : WatchOutcome::failed;
+        }
+      }
+    }
   }
 
   asio::awaitable<void> updated(std::size_t index) {
@@ -824,9 +1005,16 @@ struct Engine::Impl {
     json::Document desired = desired_object(index, false);
     if (is_subset(desired, live)) {
       succeed(index, "already good");
+      co_await after_update(index, live);
       co_return;
     }
-    auto written = co_await patch(slot, PatchType::merge, desired);
+    const bool apply = states[index].strategy_given && states[index].strategy == Strategy::apply;
+    Result<json::Document> written = Error(ErrorKind::internal, "not sent");
+    if (apply) {
+      written = co_await update_apply(index, desired);
+    } else {
+      written = co_await patch(slot, PatchType::merge, desired);
+    }
     if (!written.ok()) {
       fail(index, written.error().describe());
       co_return;
@@ -836,6 +1024,32 @@ struct Engine::Impl {
       succeed(index, "already good");
     } else {
       changed(index, "updated", diff);
+    }
+    co_await after_update(index, *written);
+  }
+
+  // object_updated with `strategy: apply`: server-side apply of the fields the state
+  // names, under a field manager of its own, so that it neither takes over nor (by
+  // leaving them out) removes the fields object_present applies as field_manager.
+  asio::awaitable<Result<json::Document>> update_apply(std::size_t index, const json::Value& desired) {
+    Slot& slot = slots[index];
+    WriteOptions write = write_options(true);
+    const std::string& id = states[index].id;
+    bool printable = std::all_of(id.begin(), id.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+    write.field_manager = options.field_manager + ":" + (printable ? id : short_hash(id).substr(0, 16));
+    if (write.field_manager.size() > 128) {  // the API server's limit
+      write.field_manager = options.field_manager + ":" + short_hash(id).substr(0, 16);
+    }
+    std::string text = json::dump(desired);
+    std::string subresource;
+    co_return co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, PatchType::apply, text, write,
+                                    subresource);
+  }
+
+  // object_updated waits too when asked (e.g. a scaled Deployment rolled out).
+  asio::awaitable<void> after_update(std::size_t index, const json::Value& object) {
+    if (!options.test_mode && wants_wait(states[index].wait)) {
+      co_await wait_ready(index, object);
     }
   }
 

@@ -42,8 +42,12 @@ struct EngineOptions {
   std::string default_namespace = "default";  // from the kubeconfig context
   // Labels put on every object kstate writes (managed-by, ApplySet membership).
   std::map<std::string, std::string> ownership_labels;
-  // Bound on readiness waits (CRD Established, `wait: true`) when a state gives none.
-  std::chrono::milliseconds default_wait_timeout{60'000};
+  // Bound on readiness waits (CRD Established, `wait: true`, object_absent's wait) when
+  // a state gives none: 5 minutes, as `helm --wait`.
+  std::chrono::milliseconds default_wait_timeout{std::chrono::minutes(5)};
+  // Time-bounded readiness waits watch the object (one request) instead of polling.
+  // Tests that drive waits with the injected sleep turn this off.
+  bool watch_waits = true;
   // When set, only states it accepts are read and run (the daemon's one-changed-file
   // reconcile); the others are still resolved and count as declared, so prune never
   // mistakes them for removed objects.

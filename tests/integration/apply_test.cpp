@@ -480,3 +480,66 @@ TEST_CASE("the examples folder: test mode on an empty cluster has only pending c
   CHECK(cluster.writes() == 0);  // the Secret's stringData no longer looks changed
   CHECK(cluster.test(dir).exit_code == 0);
 }
+
+TEST_CASE("test mode validates custom resources locally against a CRD that only this run creates") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("crd");
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              required: [size]
+              properties:
+                size: {type: integer, minimum: 1}
+                color: {type: string, enum: [red, blue]}
+)");
+  write_file(std::filesystem::path(dir) / "10-widgets.yaml", R"(apiVersion: example.com/v1
+kind: Widget
+metadata: {name: good, namespace: default}
+spec: {size: 2, color: red}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: bad, namespace: default}
+spec:
+  size: "two"
+  colour: red
+)");
+  auto test = cluster.test(dir);
+  CHECK(test.exit_code == 2);
+  CHECK(test.out.find("would be created; validated locally against the schema of CustomResourceDefinition "
+                      "widgets.example.com (server validation skipped because it does not exist yet)") !=
+        std::string::npos);
+  // The bad one names its state, its file:line and each problem in the server's words.
+  std::size_t bad = test.out.find("Name: Widget/default/bad");
+  REQUIRE(bad != std::string::npos);
+  std::string block = test.out.substr(test.out.rfind("----------", bad), 1200);
+  CHECK(block.find("Result: False") != std::string::npos);
+  CHECK(block.find("10-widgets.yaml:6") != std::string::npos);
+  CHECK(block.find("invalid against the schema of CustomResourceDefinition widgets.example.com") != std::string::npos);
+  CHECK(block.find(R"(spec.size: Invalid value: "string": spec.size in body must be of type integer: "string")") !=
+        std::string::npos);
+  CHECK(block.find(R"(unknown field "spec.colour")") != std::string::npos);
+  CHECK(test.out.find("Failed: 1") != std::string::npos);
+  CHECK(cluster.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com").IsNull());
+
+  // The server agrees once the CRD exists: the good Widget is created, the bad refused.
+  auto apply = cluster.apply(dir);
+  CHECK(apply.exit_code == 2);
+  CHECK_FALSE(cluster.get("/apis/example.com/v1/namespaces/default/widgets/good").IsNull());
+  CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/bad").IsNull());
+}
