@@ -202,7 +202,11 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         spdlog::info("{}: shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
         self->begin_shutdown();
       }
-      self->wait_signals();
+      // Re-arming after finish() would park a handler holding `self` in a signal_set
+      // with no signals: a reference cycle that outlives the io_context (LeakSanitizer).
+      if (!self->finished) {
+        self->wait_signals();
+      }
     });
   }
 
