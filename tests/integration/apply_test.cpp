@@ -327,6 +327,31 @@ TEST_CASE("an immutable field change fails naming the field, and recreate delete
   CHECK(field(deployment, {"spec", "selector", "matchLabels", "track"}) == "stable");
 }
 
+TEST_CASE("a re-created object is recorded with its new UID, so prune can still remove it later") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("demo");
+  write_demo(dir);
+  REQUIRE(cluster.apply(dir, {"--prune"}).exit_code == 0);
+  std::string changed = std::regex_replace(std::string(demo_objects), std::regex("matchLabels: \\{app: web\\}"),
+                                           "matchLabels: {app: web, track: stable}");
+  changed = std::regex_replace(changed, std::regex("labels: \\{app: web\\}\\n    spec:"),
+                               "labels: {app: web, track: stable}\n    spec:");
+  changed = std::regex_replace(changed, std::regex("  name: web\\n  namespace: demo\\n  labels"),
+                               "  name: web\n  namespace: demo\n  annotations: {kstate.io/recreate: \"true\"}\n  labels");
+  write_file(std::filesystem::path(dir) / "10-app.yaml", changed);
+  auto recreated = cluster.apply(dir, {"--prune"});
+  CHECK(recreated.exit_code == 0);
+  CHECK(recreated.out.find("re-created") != std::string::npos);
+  // The Deployment's manifest goes away: it is kstate's (same UID as recorded), so prune removes it.
+  write_file(std::filesystem::path(dir) / "10-app.yaml",
+             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: demo}\ndata: {mode: fast, "
+             "replicas: \"2\"}\n");
+  auto pruned = cluster.apply(dir, {"--prune"});
+  CHECK(pruned.exit_code == 0);
+  CHECK(pruned.out.find("prune:Deployment.apps/demo/web") != std::string::npos);
+  CHECK(cluster.get("/apis/apps/v1/namespaces/demo/deployments/web").IsNull());
+}
+
 TEST_CASE("generateName objects are created once, never duplicated by later runs") {
   Cluster cluster;
   std::string dir = cluster.manifest_dir("gen");
