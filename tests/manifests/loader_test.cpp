@@ -555,7 +555,9 @@ TEST_CASE("Performance: 10,000 objects load well under a second", "[loader][perf
   CHECK(result.states.size() == 10000);
   WARN("loaded 10000 objects (" << text.size() / 1024 << " KiB) in " << seconds << " s: " << 10000 / seconds
                                 << " objects/s");
+#ifndef KSTATE_SANITIZED
   CHECK(seconds < 1.0);  // about 0.3 s in a RelWithDebInfo build
+#endif
 }
 
 TEST_CASE("Argument forms and their errors: wait, propagation, both manifest and source, List items",

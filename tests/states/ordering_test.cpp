@@ -298,7 +298,9 @@ TEST_CASE("ten thousand states plan in well under 100 ms with a linear number of
   const double ms = 1000.0 * static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
   REQUIRE(plan.ok());
   INFO("planning took " << ms << " ms of CPU time");
+#ifndef KSTATE_SANITIZED
   CHECK(ms < 100);
+#endif
   std::size_t edges = 0;
   for (const auto& node : plan->nodes)
     edges += node.requires_nodes.size() + node.after_nodes.size();

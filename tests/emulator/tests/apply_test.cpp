@@ -121,11 +121,12 @@ TEST_CASE("apply merges list items by merge key and keeps items owned by others"
   REQUIRE(sidecar.status == 200);
   auto response = h.apply(path + "?fieldManager=alice", deployment("      - name: app\n        image: app:2\n"));
   REQUIRE(response.status == 200);
-  auto containers = json::find_path(parse(response), {"spec", "template", "spec", "containers"});
+  const auto merged = parse(response);  // the pointers below point into this document
+  auto containers = json::find_path(merged, {"spec", "template", "spec", "containers"});
   REQUIRE(containers->Size() == 2);
   CHECK(str((*containers)[0], {"image"}) == "app:2");
   CHECK(str((*containers)[1], {"name"}) == "sidecar");
-  auto entry = manager_entry(parse(response), "alice");
+  auto entry = manager_entry(merged, "alice");
   CHECK(
       json::dump(*json::find(*entry, "fieldsV1")).find(R"("k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}})") !=
       std::string::npos);
