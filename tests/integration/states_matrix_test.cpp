@@ -1,12 +1,13 @@
 // The state-function matrix, end to end against kstate-emulator: every function and
 // strategy (object_present with apply, replace and create-only; object_updated with a
 // merge patch and with server-side apply; object_absent) against every live state
-// (absent, equal, different), in test mode and then for real, through the real
-// `kstate` binary. One table says what a user must see for each case: the result
-// (True, False or None), whether the state reports a change, the comment, and what the
-// object looks like afterwards. All cases run in one directory, so they also run
-// concurrently, as in real use; test mode must not move a single resourceVersion.
+// (absent, equal, different), for a namespaced and a cluster-scoped kind, in test
+// mode and then for real, through the real `kstate` binary. One table says what a user must see for each case: the
+// result (True, False or None), whether the state reports a change, the comment, and what the object looks like
+// afterwards. All cases run in one directory, so they also run concurrently, as in real use; test mode must not move a
+// single resourceVersion.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -23,7 +24,10 @@ namespace json = kstate::json;
 
 namespace {
 
-enum class Live { absent, equal, different };
+// `stale`: the object carries a field (a label) that an earlier manifest had and the
+// current one dropped; the values the manifest names are equal. For kstate's own
+// objects only the configuration hash can see that difference.
+enum class Live { absent, equal, different, stale };
 const char* to_string(Live live) {
   switch (live) {
     case Live::absent:
@@ -32,6 +36,8 @@ const char* to_string(Live live) {
       return "equal";
     case Live::different:
       return "different";
+    case Live::stale:
+      return "stale";
   }
   return "?";
 }
@@ -53,6 +59,61 @@ const std::vector<Function> functions = {
     {"absent", "object_absent", "", false},
 };
 
+// One kind of the matrix: how its objects look with a given "mode" value, where they
+// live, and how to read the mode back.
+struct Kind {
+  std::string prefix;  // of state IDs and object names
+  std::string api_version;
+  std::string kind;
+  std::string collection;  // API path of the collection
+  bool namespaced;
+  // The fields that carry the mode, as flow-style YAML (kstate's manifests) ...
+  std::function<std::string(const std::string& mode)> fields;
+  // ... and as JSON, with one more field ("other") set by another client.
+  std::function<std::string(const std::string& mode)> foreign_json;
+  std::function<std::string(const json::Value& object)> mode_of;
+  std::function<std::string(const json::Value& object)> other_of;
+};
+
+std::string field(const json::Value& object, std::initializer_list<std::string_view> path) {
+  const json::Value* v = json::find_path(object, path);
+  if (v == nullptr) {
+    return {};
+  }
+  return v->IsString() ? std::string(v->GetString()) : json::dump(*v);
+}
+
+const std::vector<Kind> kinds = {
+    {"cm", "v1", "ConfigMap", "/api/v1/namespaces/matrix/configmaps", true,
+     [](const std::string& mode) { return "data: {mode: " + mode + "}"; },
+     [](const std::string& mode) { return R"("data":{"mode":")" + mode + R"(","other":"kept"})"; },
+     [](const json::Value& object) {
+       return field(object, {"data", "mode"});
+     },
+     [](const json::Value& object) {
+       return field(object, {"data", "other"});
+     }},
+    {"role", "rbac.authorization.k8s.io/v1", "ClusterRole", "/apis/rbac.authorization.k8s.io/v1/clusterroles", false,
+     [](const std::string& mode) { return "rules: [{apiGroups: [\"\"], resources: [" + mode + "], verbs: [get]}]"; },
+     [](const std::string& mode) {
+       return R"("metadata":{"labels":{"other":"kept"}},"rules":[{"apiGroups":[""],"resources":[")" + mode +
+              R"("],"verbs":["get"]}])";
+     },
+     [](const json::Value& object) {
+       const json::Value* rules = json::find(object, "rules");
+       const json::Value* resources =
+           rules != nullptr && rules->IsArray() && !rules->Empty() ? json::find((*rules)[0], "resources") : nullptr;
+       return resources != nullptr && resources->IsArray() && !resources->Empty()
+                  ? std::string(json::string_or(&(*resources)[0], ""))
+                  : std::string();
+     },
+     [](const json::Value& object) {
+       return field(object, {"metadata", "labels", "other"});
+     }},
+};
+
+const Live all_live_states[] = {Live::absent, Live::equal, Live::different, Live::stale};
+
 // What a user must see for one case in one mode.
 struct Expected {
   std::optional<bool> result;  // nullopt: None (pending, test mode)
@@ -64,11 +125,20 @@ struct Outcome {
   Expected test;
   Expected real;
   std::optional<std::string> mode_after;  // data.mode after the real run; nullopt: the object is gone
+  bool stale_label_after = false;         // the dropped label is still there after the real run
 };
 
 const std::optional<bool> none = std::nullopt;
 
-Outcome expected_outcome(const Function& function, Live live) {
+std::string object_name(const Kind& kind, const Function& function, Live live) {
+  return kind.prefix + "-" + function.name + "-" + to_string(live);
+}
+
+std::string display_name(const Kind& kind, const std::string& name) {
+  return kind.kind + "/" + (kind.namespaced ? "matrix/" : "") + name;
+}
+
+Outcome expected_outcome(const Kind& kind, const Function& function, Live live) {
   const std::string& f = function.name;
   if (f.rfind("present-", 0) == 0) {
     if (live == Live::absent) {
@@ -76,7 +146,7 @@ Outcome expected_outcome(const Function& function, Live live) {
     }
     if (f == "present-create-only") {
       std::string kept = "already exists (create-only: never updated)";
-      return {{true, false, kept}, {true, false, kept}, live == Live::equal ? "new" : "old"};
+      return {{true, false, kept}, {true, false, kept}, live == Live::different ? "old" : "new", live == Live::stale};
     }
     if (live == Live::equal) {
       return {{true, false, "already good"}, {true, false, "already good"}, "new"};
@@ -85,11 +155,11 @@ Outcome expected_outcome(const Function& function, Live live) {
   }
   if (f.rfind("updated-", 0) == 0) {
     if (live == Live::absent) {
-      std::string missing = "ConfigMap/matrix/" + f + "-absent does not exist";
+      std::string missing = display_name(kind, object_name(kind, function, live)) + " does not exist";
       return {{false, false, missing}, {false, false, missing}, std::nullopt};
     }
-    if (live == Live::equal) {
-      return {{true, false, "already good"}, {true, false, "already good"}, "new"};
+    if (live == Live::equal || live == Live::stale) {  // a patch only names fields to set
+      return {{true, false, "already good"}, {true, false, "already good"}, "new", live == Live::stale};
     }
     return {{none, true, "would be updated"}, {true, true, "updated"}, "new"};
   }
@@ -99,35 +169,28 @@ Outcome expected_outcome(const Function& function, Live live) {
   return {{none, true, "would be deleted"}, {true, true, "deleted"}, std::nullopt};
 }
 
-std::string object_name(const Function& function, Live live) {
-  return function.name + "-" + to_string(live);
-}
-
-std::string config_map(const std::string& name, const std::string& mode, bool with_other) {
-  return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: matrix}\ndata: {mode: " + mode +
-         (with_other ? ", other: kept" : "") + "}\n";
+// kstate's own manifest of an object (for the set-up of object_present's live
+// objects), with the label a later manifest drops when `stale`.
+std::string own_manifest(const Kind& kind, const std::string& name, const std::string& mode, bool stale) {
+  return "apiVersion: " + kind.api_version + "\nkind: " + kind.kind + "\nmetadata: {name: " + name +
+         (kind.namespaced ? ", namespace: matrix" : "") + (stale ? ", labels: {dropped: \"yes\"}" : "") + "}\n" +
+         kind.fields(mode) + "\n";
 }
 
 // The state document of one case (state ID = object name).
-std::string state_document(const Function& function, Live live) {
-  std::string name = object_name(function, live);
+std::string state_document(const Kind& kind, const Function& function, Live live) {
+  std::string name = object_name(kind, function, live);
   std::string text = name + ":\n  " + function.state + ":\n";
   if (!function.strategy.empty()) {
     text += "    strategy: " + function.strategy + "\n";
   }
   if (function.state == "object_absent") {
-    return text + "    apiVersion: v1\n    kind: ConfigMap\n    name: " + name + "\n    namespace: matrix\n";
+    return text + "    apiVersion: " + kind.api_version + "\n    kind: " + kind.kind + "\n    name: " + name + "\n" +
+           (kind.namespaced ? "    namespace: matrix\n" : "");
   }
-  return text + "    manifest:\n      apiVersion: v1\n      kind: ConfigMap\n      metadata: {name: " + name +
-         ", namespace: matrix}\n      data: {mode: new}\n";
-}
-
-std::string field(const json::Value& object, std::initializer_list<std::string_view> path) {
-  const json::Value* v = json::find_path(object, path);
-  if (v == nullptr) {
-    return {};
-  }
-  return v->IsString() ? std::string(v->GetString()) : json::dump(*v);
+  return text + "    manifest:\n      apiVersion: " + kind.api_version + "\n      kind: " + kind.kind +
+         "\n      metadata: {name: " + name + (kind.namespaced ? ", namespace: matrix" : "") + "}\n      " +
+         kind.fields("new") + "\n";
 }
 
 struct Cluster {
@@ -151,17 +214,30 @@ struct Cluster {
     REQUIRE(doc.ok());
     return std::move(doc).value();
   }
-  void post_config_map(const std::string& name, const std::string& mode) {
-    std::string body = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
-                       R"(","namespace":"matrix"},"data":{"mode":")" + mode + R"(","other":"kept"}})";
-    REQUIRE(emulator.request("POST", "/api/v1/namespaces/matrix/configmaps", body).status == 201);
+  // An object created by another client, with one more field than kstate's manifests.
+  void post_foreign(const Kind& kind, const std::string& name, const std::string& mode, bool stale) {
+    auto body = json::parse("{" + kind.foreign_json(mode) + "}");
+    REQUIRE(body.ok());
+    auto& allocator = body->GetAllocator();
+    json::set_string(*body, "apiVersion", kind.api_version, allocator);
+    json::set_string(*body, "kind", kind.kind, allocator);
+    auto& metadata = json::ensure_object(*body, "metadata", allocator);
+    json::set_string(metadata, "name", name, allocator);
+    if (stale) {
+      json::set_string(json::ensure_object(metadata, "labels", allocator), "dropped", "yes", allocator);
+    }
+    auto reply = emulator.request("POST", kind.collection, json::dump(*body));
+    INFO(reply.body);
+    REQUIRE(reply.status == 201);
   }
-  // name -> resourceVersion of every ConfigMap in the namespace.
+  // "Kind/name" -> resourceVersion of every object of the matrix' kinds.
   std::map<std::string, std::string> versions() {
     std::map<std::string, std::string> out;
-    auto list = get("/api/v1/namespaces/matrix/configmaps");
-    for (const auto& item : json::find(list, "items")->GetArray()) {
-      out[field(item, {"metadata", "name"})] = field(item, {"metadata", "resourceVersion"});
+    for (const auto& kind : kinds) {
+      auto list = get(kind.collection);
+      for (const auto& item : json::find(list, "items")->GetArray()) {
+        out[kind.kind + "/" + field(item, {"metadata", "name"})] = field(item, {"metadata", "resourceVersion"});
+      }
     }
     return out;
   }
@@ -208,18 +284,22 @@ TEST_CASE("state matrix: each function and strategy against absent, equal and di
   // client's for object_updated and object_absent.
   auto setup = cluster.work.path() / "setup";
   auto cases = cluster.work.path() / "cases";
-  for (const auto& function : functions) {
-    for (Live live : {Live::absent, Live::equal, Live::different}) {
-      std::string name = object_name(function, live);
-      write_file(cases / (name + ".yaml"), state_document(function, live));
-      if (live == Live::absent) {
-        continue;
-      }
-      std::string mode = live == Live::equal ? "new" : "old";
-      if (function.kstate_owned) {
-        write_file(setup / (name + ".yaml"), config_map(name, mode, false));
-      } else {
-        cluster.post_config_map(name, mode);
+  int count = 0;
+  for (const auto& kind : kinds) {
+    for (const auto& function : functions) {
+      for (Live live : all_live_states) {
+        std::string name = object_name(kind, function, live);
+        write_file(cases / (name + ".yaml"), state_document(kind, function, live));
+        ++count;
+        if (live == Live::absent) {
+          continue;
+        }
+        std::string mode = live == Live::different ? "old" : "new";
+        if (function.kstate_owned) {
+          write_file(setup / (name + ".yaml"), own_manifest(kind, name, mode, live == Live::stale));
+        } else {
+          cluster.post_foreign(kind, name, mode, live == Live::stale);
+        }
       }
     }
   }
@@ -235,6 +315,7 @@ TEST_CASE("state matrix: each function and strategy against absent, equal and di
   auto test = cluster.kstate({"test", cases.string(), "-o", "json"});
   CHECK(test.exit_code == 2);  // object_updated of an absent object fails
   auto tested = results_by_id(test);
+  CHECK(tested.size() == static_cast<std::size_t>(count));
   CHECK(cluster.versions() == before);
   auto log = json::parse(cluster.emulator.request_log());
   REQUIRE(log.ok());
@@ -254,49 +335,52 @@ TEST_CASE("state matrix: each function and strategy against absent, equal and di
   auto again_run = cluster.kstate({"apply", cases.string(), "-o", "json"});
   auto again = results_by_id(again_run);
 
-  for (const auto& function : functions) {
-    for (Live live : {Live::absent, Live::equal, Live::different}) {
-      std::string name = object_name(function, live);
-      Outcome outcome = expected_outcome(function, live);
-      INFO("case " << name);
-      REQUIRE(tested.count(name) == 1);
-      REQUIRE(applied.count(name) == 1);
-      {
-        INFO("test mode: " << json::dump(tested[name]));
-        check_result(tested[name], outcome.test);
-      }
-      {
-        INFO("real mode: " << json::dump(applied[name]));
-        check_result(applied[name], outcome.real);
-      }
-      auto after = cluster.get("/api/v1/namespaces/matrix/configmaps/" + name);
-      if (outcome.mode_after) {
-        REQUIRE(after.IsObject());
-        CHECK(field(after, {"data", "mode"}) == *outcome.mode_after);
-        if (!function.kstate_owned) {
-          CHECK(field(after, {"data", "other"}) == "kept");  // a patch leaves the rest alone
+  for (const auto& kind : kinds) {
+    for (const auto& function : functions) {
+      for (Live live : all_live_states) {
+        std::string name = object_name(kind, function, live);
+        Outcome outcome = expected_outcome(kind, function, live);
+        INFO("case " << name);
+        REQUIRE(tested.count(name) == 1);
+        REQUIRE(applied.count(name) == 1);
+        {
+          INFO("test mode: " << json::dump(tested[name]));
+          check_result(tested[name], outcome.test);
         }
-        if (function.state == "object_updated" && live == Live::different) {
-          // The patch kind shows in managedFields: a merge patch is an Update by kstate's
-          // field manager; server-side apply an Apply by a manager of the state's own.
-          std::string expected = function.strategy == "apply" ? "kstate:" + name + "=Apply" : "kstate=Update";
-          std::string found;
-          for (const auto& entry : json::find_path(after, {"metadata", "managedFields"})->GetArray()) {
-            std::string manager = field(entry, {"manager"});
-            if (manager == "kstate" || manager.rfind("kstate:", 0) == 0) {
-              found += manager + "=" + field(entry, {"operation"});
-            }
+        {
+          INFO("real mode: " << json::dump(applied[name]));
+          check_result(applied[name], outcome.real);
+        }
+        auto after = cluster.get(kind.collection + "/" + name);
+        if (outcome.mode_after) {
+          REQUIRE(after.IsObject());
+          CHECK(kind.mode_of(after) == *outcome.mode_after);
+          CHECK((field(after, {"metadata", "labels", "dropped"}) == "yes") == outcome.stale_label_after);
+          if (!function.kstate_owned) {
+            CHECK(kind.other_of(after) == "kept");  // a patch leaves the rest alone
           }
-          CHECK(found == expected);
+          if (function.state == "object_updated" && live == Live::different) {
+            // The patch kind shows in managedFields: a merge patch is an Update by kstate's
+            // field manager; server-side apply an Apply by a manager of the state's own.
+            std::string expected = function.strategy == "apply" ? "kstate:" + name + "=Apply" : "kstate=Update";
+            std::string found;
+            for (const auto& entry : json::find_path(after, {"metadata", "managedFields"})->GetArray()) {
+              std::string manager = field(entry, {"manager"});
+              if (manager == "kstate" || manager.rfind("kstate:", 0) == 0) {
+                found += manager + "=" + field(entry, {"operation"});
+              }
+            }
+            CHECK(found == expected);
+          }
+        } else {
+          CHECK(after.IsNull());
         }
-      } else {
-        CHECK(after.IsNull());
+        // A second real run finds every case converged (object_updated of a missing
+        // object still fails).
+        INFO("second run: " << json::dump(again[name]));
+        bool missing = function.state == "object_updated" && live == Live::absent;
+        check_result(again[name], Expected{!missing, false, ""});
       }
-      // A second real run finds every case converged (object_updated of a missing
-      // object still fails).
-      INFO("second run: " << json::dump(again[name]));
-      bool missing = function.state == "object_updated" && live == Live::absent;
-      check_result(again[name], Expected{!missing, false, ""});
     }
   }
 }
