@@ -2,6 +2,9 @@
 #include "core/credentials.hpp"
 
 #include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <poll.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -38,19 +41,54 @@ std::string trim(std::string text) {
   return text.substr(start);
 }
 
+std::optional<std::string> read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return std::nullopt;
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+// Whether a PEM certificate and a PEM private key belong together.
+bool certificate_matches_key(const std::string& certificate_pem, const std::string& key_pem) {
+  BIO* certificate_bio = BIO_new_mem_buf(certificate_pem.data(), static_cast<int>(certificate_pem.size()));
+  BIO* key_bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+  X509* certificate =
+      certificate_bio != nullptr ? PEM_read_bio_X509(certificate_bio, nullptr, nullptr, nullptr) : nullptr;
+  EVP_PKEY* key = key_bio != nullptr ? PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr) : nullptr;
+  bool matches = certificate != nullptr && key != nullptr && X509_check_private_key(certificate, key) == 1;
+  ERR_clear_error();  // a failed parse must not confuse the next TLS call on this thread
+  EVP_PKEY_free(key);
+  X509_free(certificate);
+  BIO_free(key_bio);
+  BIO_free(certificate_bio);
+  return matches;
+}
+
 class KubeconfigCredentialSource final : public CredentialSource {
  public:
   KubeconfigCredentialSource(ClientConfig config, CredentialOptions options)
       : config_(std::move(config)), options_(std::move(options)) {
     if (!options_.exec_runner) {
-      options_.exec_runner = [](const ExecConfig& exec, const std::string& info) {
-        return run_exec_plugin(exec, info);
+      options_.exec_runner = [timeout = options_.exec_timeout](const ExecConfig& exec, const std::string& info) {
+        return run_exec_plugin(exec, info, timeout);
       };
     }
   }
 
+  bool may_block(bool after_unauthorized) const override {
+    if (!config_.exec) {
+      return false;
+    }
+    bool expired = exec_cache_ && exec_cache_->expiration && *exec_cache_->expiration <= options_.clock();
+    return !exec_cache_ || expired || after_unauthorized;
+  }
+
   Result<Credentials> get(bool after_unauthorized) override {
     Credentials credentials;
+    refresh_client_certificate(after_unauthorized);
     credentials.client_certificate_pem = config_.client_certificate_pem;
     credentials.client_key_pem = config_.client_key_pem;
     if (config_.exec) {
@@ -109,8 +147,39 @@ class KubeconfigCredentialSource final : public CredentialSource {
   }
 
  private:
+  // Re-reads client-certificate/client-key files at the refresh interval (and after a
+  // 401). A pair that cannot be read or does not match (a rotation half done) is
+  // ignored: the last good pair stays in use.
+  void refresh_client_certificate(bool after_unauthorized) {
+    if (config_.client_certificate_file.empty() || config_.client_key_file.empty()) {
+      return;
+    }
+    auto now = options_.clock();
+    if (!certificate_read_at_) {
+      certificate_read_at_ = now;  // loaded with the kubeconfig
+    }
+    if (!after_unauthorized && now - *certificate_read_at_ < options_.token_file_refresh) {
+      return;
+    }
+    certificate_read_at_ = now;
+    auto certificate = read_whole_file(config_.client_certificate_file);
+    auto key = read_whole_file(config_.client_key_file);
+    if (!certificate || !key || certificate->empty() || key->empty()) {
+      return;
+    }
+    if (*certificate == config_.client_certificate_pem && *key == config_.client_key_pem) {
+      return;
+    }
+    if (!certificate_matches_key(*certificate, *key)) {
+      return;
+    }
+    config_.client_certificate_pem = std::move(*certificate);
+    config_.client_key_pem = std::move(*key);
+  }
+
   ClientConfig config_;
   CredentialOptions options_;
+  std::optional<Clock::time_point> certificate_read_at_;
   std::optional<ExecCredentialStatus> exec_cache_;
   std::string file_token_;
   bool file_token_read_ = false;

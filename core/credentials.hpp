@@ -29,6 +29,10 @@ class CredentialSource {
   // Current credentials. `after_unauthorized`: the last request got 401 with these,
   // so cached tokens must be refreshed (token file re-read, exec plugin re-run).
   virtual Result<Credentials> get(bool after_unauthorized) = 0;
+  // Whether get(after_unauthorized) may block for long (run an exec plugin): the
+  // transport then calls it on a worker thread so the io thread keeps serving others.
+  // get() is never called twice at once.
+  virtual bool may_block(bool /*after_unauthorized*/) const { return false; }
 };
 
 // Runs an exec plugin: given the plugin and the KUBERNETES_EXEC_INFO value, returns
@@ -57,7 +61,10 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
 // and the one-minute token file re-read without sleeping.
 struct CredentialOptions {
   std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
-  ExecRunner exec_runner;  // default: run_exec_plugin
+  ExecRunner exec_runner;                                             // default: run_exec_plugin
+  std::chrono::milliseconds exec_timeout = std::chrono::seconds(60);  // the default runner kills the plugin then
+  // How often token files and client certificate/key files are re-read (and always
+  // after a 401), so rotated credentials are picked up while running.
   std::chrono::seconds token_file_refresh = std::chrono::seconds(60);
 };
 std::unique_ptr<CredentialSource> make_credential_source(const ClientConfig& config, CredentialOptions options = {});

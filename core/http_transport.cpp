@@ -10,9 +10,11 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -406,6 +408,54 @@ class HttpTransport final : public Transport {
     co_return outcome;
   }
 
+  // Credentials for the next attempt. One caller at a time: when a request got 401
+  // with generation G of the credentials, the source is asked to refresh only if no
+  // other request refreshed them since (so a burst of 401s re-runs an exec plugin
+  // once). A source that may block (exec plugin) is called on the worker thread, so
+  // the io thread keeps serving other requests, watches and timers meanwhile.
+  struct FetchedCredentials {
+    Result<Credentials> credentials;
+    std::uint64_t generation = 0;
+  };
+  asio::awaitable<FetchedCredentials> fetch_credentials(bool after_unauthorized, std::uint64_t used_generation) {
+    co_await credential_lock_.acquire();
+    bool refresh = after_unauthorized && used_generation == credential_generation_;
+    Result<Credentials> result = Error(ErrorKind::internal, "no credentials");
+    if (credentials_->may_block(refresh)) {
+      result = co_await get_credentials_off_thread(refresh);
+    } else {
+      result = credentials_->get(refresh);
+    }
+    if (refresh) {
+      ++credential_generation_;
+    }
+    FetchedCredentials fetched{std::move(result), credential_generation_};
+    credential_lock_.release();
+    co_return fetched;
+  }
+
+  asio::awaitable<Result<Credentials>> get_credentials_off_thread(bool after_unauthorized) {
+    struct Call {
+      explicit Call(asio::any_io_executor executor) : done(std::move(executor), SteadyClock::time_point::max()) {}
+      asio::steady_timer done;
+      std::optional<Result<Credentials>> result;
+    };
+    auto call = std::make_shared<Call>(executor_);
+    CredentialSource* source = credentials_.get();
+    asio::post(worker_, [call, source, after_unauthorized, executor = executor_] {
+      auto result = source->get(after_unauthorized);
+      asio::post(executor, [call, result = std::move(result)]() mutable {
+        call->result.emplace(std::move(result));
+        call->done.cancel();
+      });
+    });
+    while (!call->result) {
+      beast::error_code ec;
+      co_await call->done.async_wait(asio::redirect_error(use_awaitable, ec));
+    }
+    co_return std::move(*call->result);
+  }
+
   asio::awaitable<void> sleep_for(std::chrono::milliseconds delay) {
     asio::steady_timer timer(executor_, delay);
     beast::error_code ec;
@@ -419,14 +469,25 @@ class HttpTransport final : public Transport {
     }
   }
 
+  // The final error of a request that was retried says so, with the number of attempts.
+  static Error gave_up(Error error, int retries) {
+    if (retries > 0) {
+      error.message += " (gave up after " + std::to_string(retries + 1) + " attempts)";
+    }
+    return error;
+  }
+
   void count(const std::string& verb, int status) { ++stats_.requests[verb + " " + std::to_string(status)]; }
 
   asio::awaitable<Result<Response>> send(Request request) override {
     bool after_unauthorized = false;
     bool refreshed_credentials = false;
+    std::uint64_t generation = 0;
     for (int retries = 0;; ++retries) {
       co_await wait_for_token();
-      auto credentials = credentials_->get(after_unauthorized);
+      auto fetched = co_await fetch_credentials(after_unauthorized, generation);
+      auto& credentials = fetched.credentials;
+      generation = fetched.generation;
       if (!credentials) {
         co_return credentials.error();
       }
@@ -457,7 +518,7 @@ class HttpTransport final : public Transport {
       after_unauthorized = false;
       auto delay = retry_delay(options_.retry, request, error, outcome.request_sent, retries, options_.random());
       if (!delay) {
-        co_return error;
+        co_return gave_up(std::move(error), retries);
       }
       ++stats_.retries;
       spdlog::debug("retrying {} {} in {} ms ({})", request.verb, request.path, delay->count(),
@@ -469,9 +530,12 @@ class HttpTransport final : public Transport {
   asio::awaitable<Result<std::unique_ptr<ResponseStream>>> open_stream(Request request) override {
     bool refreshed_credentials = false;
     bool after_unauthorized = false;
+    std::uint64_t generation = 0;
     for (int retries = 0;; ++retries) {
       co_await wait_for_token();
-      auto credentials = credentials_->get(after_unauthorized);
+      auto fetched = co_await fetch_credentials(after_unauthorized, generation);
+      auto& credentials = fetched.credentials;
+      generation = fetched.generation;
       if (!credentials) {
         co_return credentials.error();
       }
@@ -536,7 +600,7 @@ class HttpTransport final : public Transport {
       after_unauthorized = false;
       auto delay = retry_delay(options_.retry, request, error, sent, retries, options_.random());
       if (!delay) {
-        co_return error;
+        co_return gave_up(std::move(error), retries);
       }
       ++stats_.retries;
       co_await sleep_for(*delay);
@@ -559,6 +623,11 @@ class HttpTransport final : public Transport {
   std::string context_identity_;
   std::vector<std::unique_ptr<Connection>> idle_;
   TransportStats stats_;
+  AsyncSemaphore credential_lock_{1};
+  std::uint64_t credential_generation_ = 0;
+  // Runs blocking credential sources (exec plugins). Declared last: destroyed (joined)
+  // first, while the source it calls is still alive.
+  asio::thread_pool worker_{1};
 };
 
 }  // namespace

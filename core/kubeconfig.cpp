@@ -263,6 +263,12 @@ Result<ClientConfig> resolve(const MergedConfig& merged, const std::string& cont
       if (!key) {
         return key.error();
       }
+      if (auto file = scalar(user.node, "client-certificate"); !file.empty()) {
+        config.client_certificate_file = resolve_path(file, user.folder);
+      }
+      if (auto file = scalar(user.node, "client-key"); !file.empty()) {
+        config.client_key_file = resolve_path(file, user.folder);
+      }
       config.client_certificate_pem = std::move(cert.value());
       config.client_key_pem = std::move(key.value());
       if (config.client_certificate_pem.empty() != config.client_key_pem.empty()) {

@@ -41,6 +41,10 @@ struct ClientConfig {
   std::string certificate_authority_pem;  // empty: the system trust store
   std::string client_certificate_pem;
   std::string client_key_pem;
+  // Where the certificate and key came from when they are files (client-certificate,
+  // client-key): re-read like the token file, so a rotated certificate is picked up.
+  std::string client_certificate_file;
+  std::string client_key_file;
   std::string token;
   std::string token_file;  // re-read (at most once a minute) so rotation works
   std::string username;

@@ -204,22 +204,34 @@ std::string aggregated_format(const Response& response) {
   return content_type.find("v=v2beta1") != std::string_view::npos ? "aggregated v2beta1" : "aggregated v2";
 }
 
-// Legacy discovery: /api, /apis, then every group-version at once.
-asio::awaitable<Result<FetchResult>> fetch_legacy(Transport& transport, FetchResult result) {
+// Legacy discovery: /api, /apis, then every group-version at once. `api_body` and
+// `apis_body`, when not empty, are the legacy documents a server already sent in
+// answer to the aggregated Accept header (an old server falls back to plain JSON):
+// they are used instead of asking again.
+asio::awaitable<Result<FetchResult>> fetch_legacy(Transport& transport, FetchResult result, std::string api_body,
+                                                  std::string apis_body) {
   result.format = "legacy";
-  auto api = co_await transport.send(discovery_request("/api", "application/json", ""));
-  if (!api) {
-    co_return api.error();
+  if (api_body.empty()) {
+    auto request = discovery_request("/api", "application/json", "");
+    auto api = co_await transport.send(request);
+    if (!api) {
+      co_return api.error();
+    }
+    api_body = std::move(api->body);
   }
-  auto core_versions = parse_api_versions(api->body);
+  auto core_versions = parse_api_versions(api_body);
   if (!core_versions) {
     co_return core_versions.error();
   }
-  auto apis = co_await transport.send(discovery_request("/apis", "application/json", ""));
-  if (!apis) {
-    co_return apis.error();
+  if (apis_body.empty()) {
+    auto request = discovery_request("/apis", "application/json", "");
+    auto apis = co_await transport.send(request);
+    if (!apis) {
+      co_return apis.error();
+    }
+    apis_body = std::move(apis->body);
   }
-  auto groups = parse_api_group_list(apis->body);
+  auto groups = parse_api_group_list(apis_body);
   if (!groups) {
     co_return groups.error();
   }
@@ -248,7 +260,8 @@ asio::awaitable<Result<FetchResult>> fetch_legacy(Transport& transport, FetchRes
     asio::co_spawn(
         executor,
         [&transport, jobs, i, path, remaining, done]() -> asio::awaitable<void> {
-          (*jobs)[i].answer = co_await transport.send(discovery_request(path, "application/json", ""));
+          auto request = discovery_request(path, "application/json", "");
+          (*jobs)[i].answer = co_await transport.send(request);
           if (--*remaining == 0) {
             done->cancel();
           }
@@ -279,14 +292,21 @@ asio::awaitable<Result<FetchResult>> fetch_legacy(Transport& transport, FetchRes
 
 asio::awaitable<Result<FetchResult>> fetch_resources(Transport& transport, FetchOptions options) {
   FetchResult result;
+  std::string no_body;
   if (options.legacy_only) {
-    co_return co_await fetch_legacy(transport, std::move(result));
+    co_return co_await fetch_legacy(transport, std::move(result), no_body, no_body);
   }
-  auto api = co_await transport.send(discovery_request("/api", aggregated_accept, options.etag_api));
+  auto api_request = discovery_request("/api", aggregated_accept, options.etag_api);
+  auto api = co_await transport.send(api_request);
   if (!api) {
+    if (api.error().http_status == 406) {
+      // A server that knows neither the aggregated types nor the JSON fallback's form.
+      co_return co_await fetch_legacy(transport, std::move(result), no_body, no_body);
+    }
     co_return api.error();
   }
-  auto apis = co_await transport.send(discovery_request("/apis", aggregated_accept, options.etag_apis));
+  auto apis_request = discovery_request("/apis", aggregated_accept, options.etag_apis);
+  auto apis = co_await transport.send(apis_request);
   if (!apis) {
     co_return apis.error();
   }
@@ -298,22 +318,31 @@ asio::awaitable<Result<FetchResult>> fetch_resources(Transport& transport, Fetch
   }
   // Only one changed: the cached half cannot be combined safely, fetch it again.
   if (api->status == 304) {
-    api = co_await transport.send(discovery_request("/api", aggregated_accept, ""));
+    auto again = discovery_request("/api", aggregated_accept, "");
+    api = co_await transport.send(again);
   } else if (apis->status == 304) {
-    apis = co_await transport.send(discovery_request("/apis", aggregated_accept, ""));
+    auto again = discovery_request("/apis", aggregated_accept, "");
+    apis = co_await transport.send(again);
   }
   if (!api || !apis) {
     co_return !api ? api.error() : apis.error();
   }
   auto format = aggregated_format(api.value());
+  if (format.empty() && aggregated_format(apis.value()).empty()) {
+    // A server without aggregated discovery answered with the legacy documents: use them.
+    std::string api_body = std::move(api->body);
+    std::string apis_body = std::move(apis->body);
+    co_return co_await fetch_legacy(transport, std::move(result), api_body, apis_body);
+  }
   if (format.empty() || aggregated_format(apis.value()).empty()) {
-    co_return co_await fetch_legacy(transport, std::move(result));  // a server without aggregated discovery
+    co_return co_await fetch_legacy(transport, std::move(result), no_body, no_body);  // mixed answers: start over
   }
   result.format = format;
   auto core = parse_aggregated(api->body, result.failures);
   auto groups = parse_aggregated(apis->body, result.failures);
   if (!core || !groups) {
-    co_return co_await fetch_legacy(transport, FetchResult{});
+    FetchResult fresh;
+    co_return co_await fetch_legacy(transport, std::move(fresh), no_body, no_body);
   }
   result.core_resources = std::move(core.value());
   result.group_resources = std::move(groups.value());

@@ -702,6 +702,29 @@ std::string aggregated_version(std::string_view accept) {
   return "";
 }
 
+// Whether an Accept header allows a plain JSON answer (a media range without the
+// aggregated discovery parameters, or none at all).
+bool accepts_legacy_json(std::string_view accept) {
+  if (accept.empty()) {
+    return true;
+  }
+  size_t start = 0;
+  while (start < accept.size()) {
+    auto comma = accept.find(',', start);
+    auto part = accept.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    bool plain = part.find("g=apidiscovery.k8s.io") == std::string_view::npos;
+    if (plain && (part.find("application/json") != std::string_view::npos ||
+                  part.find("*/*") != std::string_view::npos || part.find("application/*") != std::string_view::npos)) {
+      return true;
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    start = comma + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 // OpenAPI v3: per group-version documents listing each resource's PATCH
@@ -840,6 +863,16 @@ Response ApiServer::discovery(const Request& request, const std::vector<std::str
   bool core = segments[0] == "api";
   if (segments.size() == 1) {
     std::string aggregated = aggregated_version(request.accept);
+    if (!options_.aggregated_discovery && !aggregated.empty()) {
+      // An old server does not know the aggregated media types: it serves legacy JSON
+      // when the Accept header also allows that, and 406 when it does not.
+      aggregated.clear();
+      if (!accepts_legacy_json(request.accept)) {
+        return json_response(406, status_body(406, "NotAcceptable",
+                                              "only the following media types are accepted: application/json, "
+                                              "application/yaml, application/vnd.kubernetes.protobuf"));
+      }
+    }
     if (!aggregated.empty()) {
       Response response = json_response(200, discovery_document(core, aggregated));
       response.content_type = "application/json;g=apidiscovery.k8s.io;v=" + aggregated + ";as=APIGroupDiscoveryList";

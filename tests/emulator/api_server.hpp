@@ -73,6 +73,9 @@ class ApiServer {
     std::chrono::milliseconds crd_establish_delay{500};
     std::chrono::milliseconds namespace_termination_delay{200};
     std::string server_address = "127.0.0.1:6443";
+    // false: /api and /apis ignore the aggregated media types in Accept (legacy JSON when
+    // Accept allows it, 406 otherwise), as kube-apiserver before 1.26 does.
+    bool aggregated_discovery = true;
   };
 
   ApiServer(Options options, Clock clock, std::uint64_t seed);

@@ -67,6 +67,8 @@ Result<FaultSettings> FaultPlan::from_json(const json::Value& body) {
       ok = need_int(settings.retry_after_seconds);
     } else if (key == "closeNext") {
       ok = need_int(settings.close_next);
+    } else if (key == "dropAfterBytes") {
+      ok = need_int(settings.drop_after_bytes);
     } else if (key == "hangNext") {
       ok = need_int(settings.hang_next);
     } else if (key == "pathPrefix") {
@@ -95,6 +97,7 @@ std::string FaultPlan::to_json(const FaultSettings& settings) {
   json::set(doc, "retryAfterSeconds", json::Value(settings.retry_after_seconds), allocator);
   json::set(doc, "closeNext", json::Value(settings.close_next), allocator);
   json::set(doc, "hangNext", json::Value(settings.hang_next), allocator);
+  json::set(doc, "dropAfterBytes", json::Value(settings.drop_after_bytes), allocator);
   json::set_string(doc, "pathPrefix", settings.path_prefix, allocator);
   json::set_string(doc, "method", settings.method, allocator);
   return json::dump(doc);
@@ -152,6 +155,7 @@ std::string RequestLog::to_json() const {
     json::set_string(item, "verb", entry.verb, allocator);
     json::set(item, "code", json::Value(entry.code), allocator);
     json::set_string(item, "user", entry.user, allocator);
+    json::set(item, "atMs", json::Value(static_cast<std::int64_t>(entry.at_ms)), allocator);
     if (!entry.fault.empty()) {
       json::set_string(item, "fault", entry.fault, allocator);
     }

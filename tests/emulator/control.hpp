@@ -23,10 +23,11 @@ struct FaultSettings {
   double fail_fraction = 0;  // or this fraction of them
   int fail_code = 429;       // 429, 500, 503, ...
   int retry_after_seconds = 1;
-  int close_next = 0;       // the next N matching responses are cut off mid-body
-  int hang_next = 0;        // the next N matching requests never get an answer
-  std::string path_prefix;  // only requests whose path starts with this ("" = all)
-  std::string method;       // only this method ("" = all)
+  int close_next = 0;         // the next N matching responses are cut off mid-body
+  int drop_after_bytes = -1;  // where close_next cuts a response: after this many bytes (-1: half of it)
+  int hang_next = 0;          // the next N matching requests never get an answer
+  std::string path_prefix;    // only requests whose path starts with this ("" = all)
+  std::string method;         // only this method ("" = all)
 };
 
 enum class FaultAction { none, fail, close, hang };
@@ -65,7 +66,8 @@ struct LoggedRequest {
   std::string verb;
   int code = 0;
   std::string user;
-  std::string fault;  // "", "fail", "close", "hang"
+  std::string fault;       // "", "fail", "close", "hang"
+  std::int64_t at_ms = 0;  // when it arrived: milliseconds since the emulator started (steady clock)
 };
 
 class RequestLog {

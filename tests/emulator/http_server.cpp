@@ -19,6 +19,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <iostream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -328,6 +329,7 @@ class Emulator {
   static ApiServer::Options make_api_options(const EmulatorOptions& options) {
     ApiServer::Options api_options;
     api_options.version = options.version;
+    api_options.aggregated_discovery = options.aggregated_discovery;
     api_options.crd_establish_delay =
         std::chrono::milliseconds(static_cast<long>(options.crd_establish_delay_seconds * 1000));
     return api_options;
@@ -381,6 +383,13 @@ class Emulator {
           identity = {true, "admin", {"system:masters", "system:authenticated"}, true};
         } else if (token == credentials_.readonly_token) {
           identity = {true, "readonly", {"system:authenticated"}, false};
+        } else if (auto extra = extra_tokens_.find(std::string(token)); extra != extra_tokens_.end()) {
+          // Tokens added through /emulator/tokens (credential rotation tests).
+          std::vector<std::string> groups{"system:authenticated"};
+          if (extra->second.admin) {
+            groups.insert(groups.begin(), "system:masters");
+          }
+          identity = {true, extra->second.user, std::move(groups), extra->second.admin};
         }
       }
       return identity;  // a bad token is 401 even with a certificate, as in kube-apiserver
@@ -447,6 +456,35 @@ class Emulator {
       response.body = FaultPlan::to_json(faults_.settings());
       return response;
     }
+    if (request.path == "/emulator/tokens" && request.method == "POST") {
+      // {"token": T, "user": U, "admin": bool} accepts T from now on; {"token": T, "revoke": true} stops.
+      auto body = json::parse(request.body);
+      std::string token = body ? std::string(json::string_or(json::find(*body, "token"), "")) : "";
+      if (token.empty()) {
+        response.status = 400;
+        response.body = status_body(400, "BadRequest", "a token is required");
+        return response;
+      }
+      const auto* revoke = json::find(*body, "revoke");
+      if (revoke != nullptr && revoke->IsBool() && revoke->GetBool()) {
+        extra_tokens_.erase(token);
+      } else {
+        const auto* admin = json::find(*body, "admin");
+        extra_tokens_[token] = {std::string(json::string_or(json::find(*body, "user"), "rotated")),
+                                admin != nullptr && admin->IsBool() && admin->GetBool()};
+      }
+      response.body = "{\"tokens\":" + std::to_string(extra_tokens_.size()) + "}";
+      return response;
+    }
+    if (request.path == "/emulator/drop-watches" && request.method == "POST") {
+      // Every open watch stream is cut without its final chunk, as when a load balancer
+      // or the API server drops connections.
+      ++watch_drop_generation_;
+      std::size_t open = watchers_.size();
+      wake_watchers();
+      response.body = "{\"dropped\":" + std::to_string(open) + "}";
+      return response;
+    }
     if (request.path == "/emulator/compact" && request.method == "POST") {
       api_.store().compact();
       response.body = "{\"resourceVersion\":\"" + std::to_string(api_.store().current_version()) + "\"}";
@@ -505,6 +543,8 @@ class Emulator {
       co_return true;
     }
 
+    auto arrived_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count();
     FaultDecision fault = faults_.decide(request.method, request.path);
     if (fault.latency.count() > 0) {
       net::steady_timer delay(io_);
@@ -512,7 +552,7 @@ class Emulator {
       boost::system::error_code ignored;
       co_await delay.async_wait(net::redirect_error(use_awaitable, ignored));
     }
-    LoggedRequest entry{0, request.method, request.path, query_string, "", 0, request.identity.user, ""};
+    LoggedRequest entry{0, request.method, request.path, query_string, "", 0, request.identity.user, "", arrived_ms};
     if (fault.action == FaultAction::hang) {
       entry.fault = "hang";
       entry.verb = "hang";
@@ -551,7 +591,11 @@ class Emulator {
       text << reply;
       std::string bytes = text.str();
       beast::get_lowest_layer(stream).expires_after(kWriteTimeout);
-      co_await net::async_write(stream, net::buffer(bytes.data(), bytes.size() / 2), use_awaitable);
+      std::size_t cut = bytes.size() / 2;
+      if (faults_.settings().drop_after_bytes >= 0) {
+        cut = std::min(bytes.size(), static_cast<std::size_t>(faults_.settings().drop_after_bytes));
+      }
+      co_await net::async_write(stream, net::buffer(bytes.data(), cut), use_awaitable);
       beast::get_lowest_layer(stream).socket().close();
       co_return false;
     }
@@ -622,7 +666,12 @@ class Emulator {
       ~Unregister() { set.erase(timer); }
     } unregister{watchers_, &wake};
     auto last_sent = std::chrono::steady_clock::now();
+    auto drop_generation = watch_drop_generation_;
     while (std::chrono::steady_clock::now() < deadline) {
+      if (watch_drop_generation_ != drop_generation) {
+        beast::get_lowest_layer(stream).socket().close();  // dropped: no final chunk
+        co_return;
+      }
       auto events = api_.watch_events(spec, last);
       if (!events) {
         co_await write_chunk(stream, api_.expired_line(last));
@@ -658,6 +707,13 @@ class Emulator {
   FaultPlan faults_;
   RequestLog log_;
   std::set<net::steady_timer*> watchers_;
+  struct ExtraToken {
+    std::string user;
+    bool admin = false;
+  };
+  std::map<std::string, ExtraToken> extra_tokens_;  // added by /emulator/tokens
+  std::uint64_t watch_drop_generation_ = 0;         // bumped by /emulator/drop-watches
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::string url_;
   Journal journal_;
   std::uint64_t persisted_version_ = 0;

@@ -23,7 +23,8 @@ struct EmulatorOptions {
   std::string version = "1.31";
   double crd_establish_delay_seconds = 0.5;
   FaultSettings faults;
-  std::uint64_t seed = 0;  // 0: random
+  bool aggregated_discovery = true;  // false: behave as a server older than 1.26 (legacy discovery only)
+  std::uint64_t seed = 0;            // 0: random
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.
