@@ -396,3 +396,50 @@ TEST_CASE("wait: a watched wait that runs out says so with the last reason seen"
   CHECK(took < std::chrono::seconds(4));
   CHECK(result_of(report, "after-web").result == std::optional<bool>(false));
 }
+
+TEST_CASE("wait: kstate.io/depends-on dependents start after the wait, independent states run during it") {
+  Harness harness;
+  bool dependent_ran_early = false;
+  bool independent_ran_during_wait = false;
+  harness.on_sleep = [&](std::size_t call) {
+    dependent_ran_early |= !harness.get("/api/v1/namespaces/default/configmaps/needs-web").IsNull();
+    independent_ran_during_wait |= !harness.get("/api/v1/namespaces/default/configmaps/unrelated").IsNull();
+    if (call == 2) {
+      harness.report_status(deployment_path, rolled_out);
+    }
+  };
+  auto report = harness.run(R"(apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+  annotations: {kstate.io/wait: "true"}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: needs-web
+  namespace: default
+  annotations: {kstate.io/depends-on: Deployment/default/web}
+data: {a: b}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: unrelated, namespace: default}
+data: {a: b}
+)",
+                            harness.options());
+  for (const auto& result : report.results) {
+    INFO(result.id << ": " << result.comment);
+    CHECK(result.result == std::optional<bool>(true));
+  }
+  CHECK(harness.sleeps.size() == 2);
+  CHECK_FALSE(dependent_ran_early);
+  CHECK(independent_ran_during_wait);
+}
