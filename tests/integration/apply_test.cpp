@@ -336,8 +336,9 @@ TEST_CASE("a re-created object is recorded with its new UID, so prune can still 
                                            "matchLabels: {app: web, track: stable}");
   changed = std::regex_replace(changed, std::regex("labels: \\{app: web\\}\\n    spec:"),
                                "labels: {app: web, track: stable}\n    spec:");
-  changed = std::regex_replace(changed, std::regex("  name: web\\n  namespace: demo\\n  labels"),
-                               "  name: web\n  namespace: demo\n  annotations: {kstate.io/recreate: \"true\"}\n  labels");
+  changed =
+      std::regex_replace(changed, std::regex("  name: web\\n  namespace: demo\\n  labels"),
+                         "  name: web\n  namespace: demo\n  annotations: {kstate.io/recreate: \"true\"}\n  labels");
   write_file(std::filesystem::path(dir) / "10-app.yaml", changed);
   auto recreated = cluster.apply(dir, {"--prune"});
   CHECK(recreated.exit_code == 0);

@@ -380,6 +380,7 @@ TEST_CASE("wait: a time-bounded wait watches the object instead of polling it") 
   CHECK(gets == 2);  // the engine's prefetch, and the "controller" reading the generation
 }
 
+// About 1 s: the watch's bound is the server's timeoutSeconds, whose smallest value is 1.
 TEST_CASE("wait: a watched wait that runs out says so with the last reason seen") {
   Harness harness;
   auto options = harness.options();
