@@ -341,7 +341,14 @@ Result<std::string> run_exec_plugin(const ExecConfig& exec, const std::string& e
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
   pid_t pid = 0;
-  int spawn_error = posix_spawnp(&pid, exec.command.c_str(), &actions, nullptr, argv.data(), envp.data());
+  // Its own process group, so the deadline kills what a wrapper script started too
+  // (a `sleep` left behind would keep our stderr open and outlive the plugin).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  int spawn_error = posix_spawnp(&pid, exec.command.c_str(), &actions, &attributes, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   close(pipe_fds[1]);
   if (spawn_error != 0) {
@@ -387,7 +394,7 @@ Result<std::string> run_exec_plugin(const ExecConfig& exec, const std::string& e
   }
   close(pipe_fds[0]);
   if (timed_out) {
-    kill(pid, SIGKILL);
+    kill(-pid, SIGKILL);  // the whole group
   }
   int wait_status = 0;
   while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {

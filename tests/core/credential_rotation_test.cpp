@@ -18,6 +18,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
 
 #include "core/dynamic_client.hpp"
 #include "tests/support/emulator.hpp"
@@ -80,7 +83,7 @@ ExecConfig token_plugin(const TempDir& dir, const std::string& delay) {
   auto path = dir.path() / "plugin.sh";
   write_file(path,
              "#!/bin/sh\n"
-             "sleep \"$DELAY\"\n"
+             "sleep \"$DELAY\" & echo $! > \"$SLEEPER\"; wait\n"
              "n=$(cat \"$COUNTER\" 2>/dev/null || echo 0); echo $((n+1)) > \"$COUNTER\"\n"
              "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
              "\"status\":{\"token\":\"%s\"}}' \"$(cat \"$TOKEN_FILE\")\"\n");
@@ -88,8 +91,10 @@ ExecConfig token_plugin(const TempDir& dir, const std::string& delay) {
   ExecConfig exec;
   exec.api_version = "client.authentication.k8s.io/v1";
   exec.command = path.string();
-  exec.env = {
-      {"COUNTER", (dir.path() / "runs").string()}, {"TOKEN_FILE", (dir.path() / "token").string()}, {"DELAY", delay}};
+  exec.env = {{"COUNTER", (dir.path() / "runs").string()},
+              {"TOKEN_FILE", (dir.path() / "token").string()},
+              {"DELAY", delay},
+              {"SLEEPER", (dir.path() / "sleeper.pid").string()}};
   return exec;
 }
 
@@ -233,6 +238,19 @@ TEST_CASE("a slow exec plugin runs off the io thread, and is killed at its deadl
   CHECK(failed.error().kind == ErrorKind::timeout);
   CHECK(failed.error().message.find("did not finish in time") != std::string::npos);
   CHECK(waited < 3000);
+  // The plugin's own child (its `sleep`) died with it: the deadline kills the process group.
+  auto sleeper = read_file(dir.path() / "sleeper.pid");
+  REQUIRE_FALSE(sleeper.empty());
+  auto sleeper_state = [&] {
+    std::ifstream in(std::filesystem::path("/proc") / std::to_string(std::stoi(sleeper)) / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = stat.rfind(')');
+    return close == std::string::npos || close + 2 >= stat.size() ? 'X' : stat[close + 2];
+  };
+  for (int i = 0; i < 100 && sleeper_state() != 'X' && sleeper_state() != 'Z'; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK((sleeper_state() == 'X' || sleeper_state() == 'Z'));
   WARN("hanging exec plugin: request failed after " << waited << " ms (deadline 300 ms)");
 }
 
