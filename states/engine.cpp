@@ -658,6 +658,10 @@ struct Engine::Impl {
     json::Document desired = desired_object(index);
     if (!live.IsNull() && state.strategy == Strategy::create_only) {
       succeed(index, "already exists (create-only: never updated)");
+      // Not written, so not recorded as applied; but a wait still means "until ready".
+      if (!options.test_mode && (is_crd(slot.ref.gvk) || wants_wait(state.wait))) {
+        co_await wait_ready(index, live);
+      }
       co_return;
     }
     if (!live.IsNull() && recorded_config_hash(live) == recorded_config_hash(desired) &&
@@ -988,6 +992,12 @@ struct Engine::Impl {
 
   asio::awaitable<void> updated(std::size_t index) {
     Slot& slot = slots[index];
+    if (states[index].strategy_given && states[index].strategy != Strategy::apply) {
+      fail(index, std::string("object_updated takes `strategy: apply` (server-side apply) or no strategy (a merge "
+                              "patch), not ") +
+                      manifests::to_string(states[index].strategy) + ", which is object_present's");
+      co_return;
+    }
     auto got = co_await live_object(index);
     if (!got.ok()) {
       fail(index, got.error().describe());

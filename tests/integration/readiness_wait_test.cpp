@@ -444,3 +444,37 @@ data: {a: b}
   CHECK_FALSE(dependent_ran_early);
   CHECK(independent_ran_during_wait);
 }
+
+TEST_CASE("wait: a create-only object that already exists is still waited for, and never written") {
+  Harness harness;
+  const std::string text = R"(web:
+  object_present:
+    strategy: create-only
+    wait: {attempts: 5, sleep: 1}
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: web, namespace: default}
+      spec:
+        replicas: 1
+        selector: {matchLabels: {app: web}}
+        template:
+          metadata: {labels: {app: web}}
+          spec: {containers: [{name: web, image: nginx}]}
+)";
+  auto first = harness.run(text, harness.options());
+  CHECK(first.results[0].result == std::optional<bool>(false));  // never rolled out
+  harness.sleeps.clear();
+  harness.on_sleep = [&](std::size_t call) {
+    if (call == 1) {
+      harness.report_status(deployment_path, rolled_out);
+    }
+  };
+  harness.emulator.reset_request_log();
+  auto second = harness.run(text, harness.options());
+  CHECK(second.results[0].result == std::optional<bool>(true));
+  CHECK(second.results[0].comment == "already exists (create-only: never updated)");
+  CHECK(harness.sleeps.size() == 1);
+  CHECK(harness.emulator.count_requests("PATCH", "/apis") == 1);  // only the "controller"'s status
+  CHECK(harness.emulator.count_requests("PUT", "/apis") == 0);
+}

@@ -384,3 +384,22 @@ TEST_CASE("state matrix: each function and strategy against absent, equal and di
     }
   }
 }
+
+TEST_CASE("object_updated with a strategy of object_present's fails naming the strategies it takes") {
+  Cluster cluster;
+  auto dir = cluster.work.path() / "wrong";
+  write_file(dir / "scale.yaml", R"(scale:
+  object_updated:
+    strategy: replace
+    manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: default}, data: {a: b}}
+)");
+  REQUIRE(cluster.emulator
+              .request("POST", "/api/v1/namespaces/default/configmaps",
+                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"a":"c"}})")
+              .status == 201);
+  auto run = cluster.kstate({"apply", dir.string()});
+  CHECK(run.exit_code == 2);
+  CHECK(run.out.find("object_updated takes `strategy: apply` (server-side apply) or no strategy (a merge patch), "
+                     "not replace") != std::string::npos);
+  CHECK(field(cluster.get("/api/v1/namespaces/default/configmaps/settings"), {"data", "a"}) == "c");
+}
