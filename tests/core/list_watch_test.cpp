@@ -212,3 +212,43 @@ TEST_CASE("ListWatcher against the emulator: dropped streams and compaction whil
                       << watcher.stats().rewatches << " re-watches, " << watcher.stats().relists << " relists (410), "
                       << watcher.stats().synthesized << " events from relist differences, 0 changes missed");
 }
+
+TEST_CASE("ListWatcher: a watch stream that goes silent hits the idle deadline and is re-watched",
+          "[watch][emulator]") {
+  Emulator emulator;
+  boost::asio::io_context io;
+  KubeconfigSources sources;
+  sources.kubeconfig_flag = emulator.kubeconfig_path().string();
+  TransportOptions options;
+  options.watch_idle_timeout = std::chrono::milliseconds(500);
+  auto made = make_client(io.get_executor(), sources, options);
+  REQUIRE(made.ok());
+  ListWatcher watcher(*made.value()->dynamic, configmaps(), "default", ListOptions{});
+  const std::string collection = "/api/v1/namespaces/default/configmaps";
+  auto create = [&](const std::string& name) {
+    auto reply = emulator.request("POST", collection,
+                                  R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name + R"("}})");
+    REQUIRE(reply.status == 201);
+  };
+  auto next_name = [&]() {
+    auto event = run_sync(io, watcher.next());
+    REQUIRE(event.ok());
+    return std::string(json::string_or(json::find_path(event->object, {"metadata", "name"}), ""));
+  };
+  create("first");
+  CHECK(next_name() == "first");  // from the list
+  create("live");
+  CHECK(next_name() == "live");  // from the open watch
+  auto stalled = emulator.request("POST", "/emulator/stall-watches");
+  REQUIRE(stalled.status == 200);
+  CHECK(stalled.body == R"({"stalled":1})");
+  auto rewatches_before = watcher.stats().rewatches;
+  create("after-stall");
+  auto start = std::chrono::steady_clock::now();
+  CHECK(next_name() == "after-stall");
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  CHECK(watcher.stats().rewatches > rewatches_before);
+  CHECK(waited >= 400);  // the silent stream was given its idle deadline (500 ms, measured from its last byte)
+  CHECK(waited < 3000);
+  WARN("silent watch stream: idle deadline 500 ms, change delivered by the re-watch after " << waited << " ms");
+}

@@ -485,6 +485,15 @@ class Emulator {
       response.body = "{\"dropped\":" + std::to_string(open) + "}";
       return response;
     }
+    if (request.path == "/emulator/stall-watches" && request.method == "POST") {
+      // Every open watch stream stops sending (no event, no bookmark) but stays open:
+      // a server that hangs mid-stream. Clients must notice through their idle deadline.
+      ++watch_stall_generation_;
+      std::size_t open = watchers_.size();
+      wake_watchers();
+      response.body = "{\"stalled\":" + std::to_string(open) + "}";
+      return response;
+    }
     if (request.path == "/emulator/compact" && request.method == "POST") {
       api_.store().compact();
       response.body = "{\"resourceVersion\":\"" + std::to_string(api_.store().current_version()) + "\"}";
@@ -667,9 +676,18 @@ class Emulator {
     } unregister{watchers_, &wake};
     auto last_sent = std::chrono::steady_clock::now();
     auto drop_generation = watch_drop_generation_;
+    auto stall_generation = watch_stall_generation_;
     while (std::chrono::steady_clock::now() < deadline) {
       if (watch_drop_generation_ != drop_generation) {
         beast::get_lowest_layer(stream).socket().close();  // dropped: no final chunk
+        co_return;
+      }
+      if (watch_stall_generation_ != stall_generation) {
+        net::steady_timer stall(io_);  // silent until the deadline; the client gives up first
+        stall.expires_at(deadline);
+        boost::system::error_code ignored;
+        co_await stall.async_wait(net::redirect_error(use_awaitable, ignored));
+        beast::get_lowest_layer(stream).socket().close();
         co_return;
       }
       auto events = api_.watch_events(spec, last);
@@ -713,6 +731,7 @@ class Emulator {
   };
   std::map<std::string, ExtraToken> extra_tokens_;  // added by /emulator/tokens
   std::uint64_t watch_drop_generation_ = 0;         // bumped by /emulator/drop-watches
+  std::uint64_t watch_stall_generation_ = 0;        // bumped by /emulator/stall-watches
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::string url_;
   Journal journal_;
