@@ -324,13 +324,24 @@ if "$kstate" daemon --help >/dev/null 2>&1; then
       done
       report "4.daemon-one-file" "$(median "${one[@]}")" ms "edit one file of DIR (mv of a rewritten copy) with kstate daemon running   (debounce 50ms included)"
       report "4.daemon-one-file-requests" "$(median "${one_req[@]}")" req "(same; emulator /emulator/requests, our polling GETs excluded)"
-      # Scenario 5: a full reconcile with nothing changed, which is what a resync does;
-      # SIGHUP asks for one now.
-      reset_requests
-      kill -HUP "$daemon_pid"
-      sleep 3
-      report "5.daemon-resync-requests" "$(count_requests)" req "kill -HUP \$(pidof kstate daemon)   (full reconcile, nothing changed; requests within 3 s)"
     fi
+    # Scenario 5: a full reconcile with nothing changed, which is what a resync does;
+    # SIGHUP asks for one now. Waits for it to end (kstate_reconciles_total grows).
+    full_reconciles() { curl -s "http://127.0.0.1:$daemon_port/metrics" | awk '/^kstate_reconciles_total\{kind="full"/ {n += $2} END {print n + 0}'; }
+    before=$(full_reconciles)
+    reset_requests
+    start=$(now_ms)
+    kill -HUP "$daemon_pid"
+    for _ in $(seq 6000); do
+      [[ $(full_reconciles) -gt $before ]] && break
+      sleep 0.02
+    done
+    resync_ms=$(($(now_ms) - start))
+    report "5.daemon-resync-requests.$size" "$(count_requests)" req "kill -HUP \$(pidof kstate daemon)   (full reconcile, nothing changed; $size objects)"
+    report "5.daemon-resync-time.$size" "$resync_ms" ms "(same; SIGHUP to kstate_reconciles_total{kind=\"full\"} incremented, 20 ms polling)"
+    sleep 2
+    report "6.daemon-idle-rss-after-resync.$size" "$(rss_kb VmRSS)" kB "(same; VmRSS 2 s after the resync)"
+    report "6.daemon-peak-rss-after-resync.$size" "$(rss_kb VmHWM)" kB "(same; VmHWM)"
     stop_daemon
     stop_emulator
   done

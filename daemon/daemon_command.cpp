@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/file_security.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/notifier.hpp"
 
@@ -27,6 +28,12 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
   if (!make_reconciler) {
     err << "kstate daemon: no reconciler available in this build\n";
     return 2;
+  }
+  // The discovery cache and the state folder are kstate's alone (0700; files in them 0600).
+  for (const std::string* dir : {&config->cache_dir, &config->state_dir}) {
+    if (auto status = ensure_private_directory(*dir); !status) {
+      spdlog::warn("{}", status.error().message);
+    }
   }
   boost::asio::io_context io;
   MetricsRegistry registry;

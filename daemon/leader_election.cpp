@@ -88,16 +88,25 @@ LeaderElector::Step LeaderElector::step(LeaseStore& store, TimePoint now, WallTi
   return conclude(now, *written, "");
 }
 
-Status LeaderElector::release(LeaseStore& store, TimePoint now, WallTime wall_now) {
+std::optional<LeaseRecord> LeaderElector::release_record(TimePoint now, WallTime wall_now) {
   if (!is_leader(now)) {
-    return ok_status();
+    leader_ = false;
+    return std::nullopt;
   }
   LeaseRecord released = observed_;
   released.holder_identity.clear();
   released.lease_duration = std::chrono::seconds(1);
   released.renew_time = wall_now;
-  auto updated = store.update(released);
-  leader_ = false;  // whatever the outcome, we stop writing
+  leader_ = false;  // whatever the outcome of the write, we stop writing
+  return released;
+}
+
+Status LeaderElector::release(LeaseStore& store, TimePoint now, WallTime wall_now) {
+  auto released = release_record(now, wall_now);
+  if (!released) {
+    return ok_status();
+  }
+  auto updated = store.update(*released);
   if (!updated) {
     return updated.error();
   }

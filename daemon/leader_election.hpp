@@ -82,6 +82,9 @@ class LeaderElector {
   // On shutdown: gives the lease up (holder cleared, 1s duration) so another instance
   // takes over without waiting for expiry. Only when we are the leader.
   Status release(LeaseStore& store, TimePoint now, WallTime wall_now);
+  // The same for an asynchronous store: stops being leader at once and returns the
+  // record to write (nullopt when we are not the leader, so there is nothing to give up).
+  std::optional<LeaseRecord> release_record(TimePoint now, WallTime wall_now);
 
  private:
   LeaderElectionConfig config_;

@@ -8,11 +8,14 @@
 // (Boost 1.74's awaitable.hpp needs <utility> first.)
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "daemon/config.hpp"
+#include "daemon/lease_store.hpp"
 
 namespace kstate::daemon {
 
@@ -49,6 +52,14 @@ class Reconciler {
   virtual Status reconfigure(const DaemonConfig& /*config*/) { return ok_status(); }
   // Shutdown began: finish what is in flight, start nothing new.
   virtual void request_stop() {}
+
+  // Leader election: the Lease on the reconciler's connection to the cluster.
+  virtual Result<std::unique_ptr<AsyncLeaseStore>> lease_store(const LeaderElectionConfig& /*config*/) {
+    return Error(ErrorKind::unsupported, "leader election is not available with this reconciler");
+  }
+  // Leader election: writes to the cluster are sent only while `may_write()` is true;
+  // it is asked before every request, so losing the lease stops writes at once.
+  virtual void set_write_gate(std::function<bool()> /*may_write*/) {}
 };
 
 }  // namespace kstate::daemon

@@ -5,6 +5,7 @@
 #include <utility>
 // (Boost 1.74's awaitable.hpp needs <utility> first.)
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,10 +17,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
+#include <cstdio>
 #include <random>
 #include <set>
 
 #include "daemon/http_endpoints.hpp"
+#include "daemon/leader_election.hpp"
 #include "daemon/runner.hpp"
 
 namespace kstate::daemon {
@@ -32,6 +35,17 @@ Duration startup_backoff(int attempt, Duration initial, Duration maximum) {
     delay *= 2;
   }
   return std::min(delay, maximum);
+}
+
+std::string default_identity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof host, "kstate");
+  }
+  std::random_device random;
+  char suffix[20];
+  std::snprintf(suffix, sizeof suffix, "_%08x%04x", random(), random() & 0xffffu);
+  return std::string(host) + suffix;
 }
 
 Duration jittered(Duration interval, double fraction, double random01) {
@@ -99,7 +113,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         wake(io_context),
         resync_timer(io_context),
         watchdog_timer(io_context),
-        shutdown_timer(io_context) {
+        shutdown_timer(io_context),
+        election_timer(io_context),
+        leadership_deadline(io_context) {
     if (!options.random) {
       auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
       options.random = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
@@ -121,6 +137,8 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   asio::steady_timer resync_timer;
   asio::steady_timer watchdog_timer;
   asio::steady_timer shutdown_timer;
+  asio::steady_timer election_timer;       // the next acquire/renew attempt
+  asio::steady_timer leadership_deadline;  // renew-deadline after the last renewal
   std::unique_ptr<DirectoryWatcher> watcher;
   std::uint64_t overflows_reported = 0;
   std::unique_ptr<HttpServer> http;
@@ -133,7 +151,15 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   bool stopping = false;
   bool busy = false;
   bool finished = false;
+  bool releasing = false;
   int exit_code = 0;
+
+  // Leader election (null when off: then this instance always writes).
+  std::unique_ptr<AsyncLeaseStore> lease_store;
+  std::unique_ptr<LeaderElector> elector;
+  bool leading = false;            // leader as of the last attempt, and renewed within renew-deadline
+  bool election_answered = false;  // a lease attempt got an answer (standby READY=1 sent)
+  std::string election_error;      // last failure, logged once per change
 
   void wake_up() { wake.cancel(); }
 
@@ -253,7 +279,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     }
     resync_timer.cancel();
     if (!busy) {
-      finish();
+      finish_after_release();
       return;
     }
     shutdown_timer.expires_after(options.shutdown_grace);
@@ -286,9 +312,172 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     resync_timer.cancel();
     watchdog_timer.cancel();
     shutdown_timer.cancel();
+    election_timer.cancel();
+    leadership_deadline.cancel();
     // Anything the reconciler still has pending (connection pools, timers) must not keep
     // the process alive past the bound.
     io.stop();
+  }
+
+  // Gives the Lease up (when we hold it) so that a standby takes over at its next
+  // attempt instead of after lease-duration, then exits; bounded by release_timeout.
+  void finish_after_release() {
+    if (finished || releasing) {
+      return;
+    }
+    if (!elector || !elector->is_leader(SteadyClock::now())) {
+      finish();
+      return;
+    }
+    releasing = true;
+    election_timer.cancel();
+    shutdown_timer.expires_after(options.release_timeout);
+    shutdown_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && !self->finished) {
+        spdlog::warn("the lease was not released within {}; exiting", format_duration(self->options.release_timeout));
+        self->finish();
+      }
+    });
+    asio::co_spawn(
+        io,
+        [self = shared_from_this()]() -> asio::awaitable<void> {
+          co_await self->release_lease();
+          self->finish();
+        },
+        asio::detached);
+  }
+
+  asio::awaitable<void> release_lease() {
+    auto record = elector->release_record(SteadyClock::now(), std::chrono::system_clock::now());
+    set_leading(false, "shutting down");
+    if (!record) {
+      co_return;
+    }
+    LeaseRecord released = *record;
+    auto updated = co_await lease_store->update(released);
+    if (updated) {
+      spdlog::info("released the lease {}/{}", config.leader_election.lease_namespace,
+                   config.leader_election.lease_name);
+    } else {
+      spdlog::warn("could not release the lease (it expires after {}): {}",
+                   format_duration(config.leader_election.lease_duration), updated.error().describe());
+    }
+  }
+
+  // --- leader election ----------------------------------------------------------------
+
+  bool may_write() const { return !elector || elector->is_leader(SteadyClock::now()); }
+  bool leading_now() const { return !elector || leading; }
+
+  std::string lease_name() const {
+    return config.leader_election.lease_namespace + "/" + config.leader_election.lease_name;
+  }
+
+  std::string standby_status() const {
+    const std::string& holder = elector->observed_holder();
+    return "standby: not the leader (lease " + lease_name() + " held by " + (holder.empty() ? "nobody" : holder) + ")";
+  }
+
+  void set_leading(bool now_leading, const std::string& why) {
+    if (now_leading == leading) {
+      return;
+    }
+    leading = now_leading;
+    metrics.leader.set({}, leading ? 1 : 0);
+    if (leading) {
+      spdlog::info("became the leader (lease {}, identity {})", lease_name(), elector->identity());
+      pending.request_full("became the leader");
+    } else {
+      spdlog::warn("not the leader any more ({}): writes stopped", why);
+      resync_timer.cancel();
+      leadership_deadline.cancel();
+      if (!stopping) {
+        notifier.status(standby_status());
+      }
+    }
+    wake_up();
+  }
+
+  // Leadership ends at renew-deadline after the last renewal even while an attempt hangs.
+  void arm_leadership_deadline() {
+    leadership_deadline.expires_after(config.leader_election.renew_deadline);
+    leadership_deadline.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && self->leading && !self->elector->is_leader(SteadyClock::now())) {
+        self->set_leading(false, "the lease could not be renewed within renew-deadline");
+      }
+    });
+  }
+
+  asio::awaitable<void> election_loop() {
+    auto self = shared_from_this();
+    while (!finished && !releasing) {
+      const auto started_at = SteadyClock::now();
+      elector->begin_attempt(started_at);
+      std::optional<LeaseRecord> written;
+      std::string error;
+      auto current = co_await lease_store->get();
+      if (finished || releasing) {
+        co_return;
+      }
+      if (!current) {
+        error = "get lease " + lease_name() + ": " + current.error().describe();
+      } else if (auto write = elector->plan(*current, started_at, std::chrono::system_clock::now())) {
+        LeaseRecord record = write->record;
+        Result<LeaseRecord> result = Error(ErrorKind::internal, "not written");
+        if (write->create) {
+          result = co_await lease_store->create(record);
+        } else {
+          result = co_await lease_store->update(record);
+        }
+        if (finished || releasing) {
+          co_return;
+        }
+        if (result) {
+          written = std::move(*result);
+        } else {
+          error = std::string(write->create ? "create" : "update") + " lease " + lease_name() + ": " +
+                  result.error().describe();
+        }
+      }
+      // A renewal counts from when the attempt started (conservative); a failure is
+      // judged at its end.
+      auto step = elector->conclude(written ? started_at : SteadyClock::now(), written, error);
+      if (error != election_error) {
+        if (!error.empty()) {
+          spdlog::warn("leader election: {}", error);
+        }
+        election_error = error;
+      }
+      if (step.leader) {
+        arm_leadership_deadline();
+      }
+      set_leading(step.leader, error.empty() ? "the lease is held by " + elector->observed_holder() : error);
+      if (!step.leader && !election_answered && error.empty()) {
+        // A standby is up and doing its job: systemd must not time the start-up out.
+        election_answered = true;
+        probes.ready = true;
+        probes.not_ready_reason.clear();
+        metrics.ready.set({}, 1);
+        notifier.ready(standby_status());
+        spdlog::info("{}", standby_status());
+      }
+      election_answered = election_answered || error.empty();
+      election_timer.expires_after(step.next_attempt);
+      boost::system::error_code ec;
+      co_await election_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
+  // Waits (handling SIGHUP) until this instance leads or shuts down.
+  asio::awaitable<void> standby() {
+    while (!stopping && !leading_now()) {
+      if (reload_requested) {
+        notifier.reloading("reloading configuration");
+        reload_config();
+        notifier.ready(standby_status());
+      }
+      co_await wait_for_work();
+    }
   }
 
   // --- work ---------------------------------------------------------------------------
@@ -365,6 +554,14 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   }
 
   void apply_config(DaemonConfig fresh) {
+    const auto& before = config.leader_election;
+    const auto& after = fresh.leader_election;
+    if (before.enabled != after.enabled || before.lease_name != after.lease_name ||
+        before.lease_namespace != after.lease_namespace || before.lease_duration != after.lease_duration ||
+        before.renew_deadline != after.renew_deadline || before.retry_period != after.retry_period) {
+      spdlog::warn("leader-election settings take effect at the next restart; keeping the current ones");
+      fresh.leader_election = config.leader_election;
+    }
     const bool watch_changed = fresh.manifests_dir != config.manifests_dir || fresh.debounce != config.debounce;
     const bool listen_changed = fresh.listen_address != config.listen_address;
     const bool resync_changed = fresh.resync_interval != config.resync_interval;
@@ -406,61 +603,75 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
 
   asio::awaitable<void> main_loop() {
     auto self = shared_from_this();
-    // Start-up: keep trying until the API server answers (the control plane may still be starting).
-    for (int attempt = 1; !stopping; ++attempt) {
-      if (reload_requested) {
-        reload_config();
-      }
-      ReconcileSummary summary = co_await run_full("start-up");
-      if (summary.api_reachable) {
-        started = true;
-        probes.ready = true;
-        metrics.ready.set({}, 1);
-        if (!stopping) {
-          notifier.ready(summary.describe());
-        }
+    std::string reason = "start-up";
+    while (!stopping) {
+      co_await standby();
+      if (stopping) {
         break;
       }
-      const Duration delay = startup_backoff(attempt, options.startup_backoff_initial, options.startup_backoff_max);
-      const std::string status = "waiting for the API server (attempt " + std::to_string(attempt) +
-                                 "): " + summary.error + "; retrying in " + format_duration(delay);
-      probes.not_ready_reason = status;
-      notifier.status(status);
-      spdlog::warn("{}", status);
-      co_await wait_for_work(delay);
-    }
-    if (!stopping) {
-      schedule_resync();
-    }
-    while (!stopping) {
-      if (reload_requested) {
-        notifier.reloading("reloading configuration");
-        const bool applied = reload_config();
-        ReconcileSummary summary = co_await run_full("configuration reload");
-        if (stopping) {
+      // First reconcile (at start-up, or on becoming the leader): keep trying until
+      // the API server answers (the control plane may still be starting).
+      bool reconciled = false;
+      for (int attempt = 1; !stopping && leading_now(); ++attempt) {
+        if (reload_requested) {
+          reload_config();
+        }
+        ReconcileSummary summary = co_await run_full(reason);
+        if (summary.api_reachable) {
+          started = true;
+          reconciled = true;
+          probes.ready = true;
+          metrics.ready.set({}, 1);
+          if (!stopping) {
+            notifier.ready(summary.describe());
+          }
           break;
         }
-        notifier.ready(applied ? summary.describe()
-                               : "configuration reload failed, kept the previous one; " + summary.describe());
+        const Duration delay = startup_backoff(attempt, options.startup_backoff_initial, options.startup_backoff_max);
+        const std::string status = "waiting for the API server (attempt " + std::to_string(attempt) +
+                                   "): " + summary.error + "; retrying in " + format_duration(delay);
+        probes.not_ready_reason = status;
+        notifier.status(status);
+        spdlog::warn("{}", status);
+        co_await wait_for_work(delay);
+      }
+      reason = "became the leader";
+      if (!reconciled) {
+        continue;  // stopping, or the lease was lost before the API server answered
+      }
+      if (!stopping) {
         schedule_resync();
-        continue;
       }
-      if (pending.full_requested()) {
-        ReconcileSummary summary = co_await run_full(pending.take_full());
-        notifier.status(summary.describe());
-        if (!stopping) {
+      while (!stopping && leading_now()) {
+        if (reload_requested) {
+          notifier.reloading("reloading configuration");
+          const bool applied = reload_config();
+          ReconcileSummary summary = co_await run_full("configuration reload");
+          if (stopping) {
+            break;
+          }
+          notifier.ready(applied ? summary.describe()
+                                 : "configuration reload failed, kept the previous one; " + summary.describe());
           schedule_resync();
+          continue;
         }
-        continue;
+        if (pending.full_requested()) {
+          ReconcileSummary summary = co_await run_full(pending.take_full());
+          notifier.status(summary.describe());
+          if (!stopping && leading_now()) {
+            schedule_resync();
+          }
+          continue;
+        }
+        if (pending.has_files()) {
+          ReconcileSummary summary = co_await run_files();
+          notifier.status(summary.describe());
+          continue;
+        }
+        co_await wait_for_work();
       }
-      if (pending.has_files()) {
-        ReconcileSummary summary = co_await run_files();
-        notifier.status(summary.describe());
-        continue;
-      }
-      co_await wait_for_work();
     }
-    finish();
+    finish_after_release();
   }
 };
 
@@ -474,7 +685,25 @@ DaemonRunner::~DaemonRunner() = default;
 
 int DaemonRunner::run() {
   auto& impl = *impl_;
-  impl.metrics.leader.set({}, 1);  // without leader election every instance writes
+  if (impl.config.leader_election.enabled) {
+    auto store = impl.reconciler.lease_store(impl.config.leader_election);
+    if (!store) {
+      spdlog::error("leader election: {}", store.error().message);
+      return 2;
+    }
+    impl.lease_store = std::move(*store);
+    const std::string identity = impl.options.identity.empty() ? default_identity() : impl.options.identity;
+    impl.elector = std::make_unique<LeaderElector>(impl.config.leader_election, identity, impl.options.random);
+    std::weak_ptr<Impl> weak = impl_;
+    impl.reconciler.set_write_gate([weak] {
+      auto self = weak.lock();
+      return self && self->may_write();
+    });
+    impl.metrics.leader.set({}, 0);
+    spdlog::info("leader election on: lease {}, identity {}", impl.lease_name(), identity);
+  } else {
+    impl.metrics.leader.set({}, 1);  // without leader election every instance writes
+  }
   if (auto status = impl.start_http(); !status) {
     spdlog::error("{}", status.error().message);
     return 2;
@@ -494,6 +723,9 @@ int DaemonRunner::run() {
   impl.wait_signals();
   impl.schedule_watchdog();
   impl.notifier.status("starting: first reconcile of " + impl.config.manifests_dir);
+  if (impl.elector) {
+    asio::co_spawn(impl.io, impl.election_loop(), asio::detached);
+  }
   asio::co_spawn(impl.io, impl.main_loop(), asio::detached);
   impl.io.run();
   return impl.exit_code;

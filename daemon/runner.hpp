@@ -4,6 +4,9 @@
 // resync with jitter; SIGHUP reloads the config and reconciles everything (RELOADING=1
 // ... READY=1); SIGTERM/SIGINT stop taking work, let the in-flight reconcile finish
 // within a bound, send STOPPING=1 and return 0. WATCHDOG=1 is sent from this loop.
+// With leader election on, only the holder of the Lease reconciles: the others send
+// READY=1 with a "standby" STATUS, keep serving the endpoints and export kstate_leader 0;
+// losing the Lease closes the reconciler's write gate at once and cancels the resync.
 // Everything runs on one io_context; the reconcile itself is behind Reconciler.
 #pragma once
 
@@ -58,6 +61,10 @@ struct RunnerOptions {
   Duration watch_write_hold = std::chrono::seconds(30);
   // Uniform in [0, 1); defaults to a seeded std::mt19937_64.
   std::function<double()> random;
+  // Leader election identity (the Lease's holderIdentity); default "<hostname>_<random hex>".
+  std::string identity;
+  // How long SIGTERM waits for the Lease to be released before exiting anyway.
+  Duration release_timeout = std::chrono::seconds(2);
 };
 
 // Reloads the configuration on SIGHUP (file + the original flags).

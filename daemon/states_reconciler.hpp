@@ -38,12 +38,15 @@ class StatesReconciler : public Reconciler {
                                                            std::vector<std::string> removed) override;
   Status reconfigure(const DaemonConfig& config) override;
   void request_stop() override { stopping_ = true; }
+  Result<std::unique_ptr<AsyncLeaseStore>> lease_store(const LeaderElectionConfig& config) override;
+  void set_write_gate(std::function<bool()> may_write) override { may_write_ = std::move(may_write); }
 
  private:
   // One top-level manifest file as last loaded.
   struct LoadedFile {
     std::map<std::string, std::string> hashes;  // this file and every file it includes -> SHA-256
-    std::vector<manifests::State> states;
+    std::vector<manifests::State> states;       // with a null object: see `objects`
+    std::vector<std::string> objects;           // states[i]'s object as compact JSON
     std::vector<manifests::LoadError> errors;
     std::set<std::string> failed_files;
   };
@@ -55,11 +58,14 @@ class StatesReconciler : public Reconciler {
   // Runs the states of `only_files` (all when nullopt) with prune per config.
   boost::asio::awaitable<ReconcileSummary> run_cycle(std::optional<std::set<std::string>> only_files, bool probe);
   void count_requests();
+  // GET /version: whether the API server answers at all.
+  boost::asio::awaitable<Result<Response>> probe_version();
 
   boost::asio::io_context& io_;
   DaemonConfig config_;
   DaemonMetrics& metrics_;
   bool stopping_ = false;
+  bool api_answered_ = false;  // the last cycle reached the API server
   // Files of the manifests folder that existed at the last full scan.
   bool manifests_listed_ = false;
   std::size_t managed_objects_ = 0;       // as of the last cycle
@@ -67,6 +73,10 @@ class StatesReconciler : public Reconciler {
   std::map<std::string, LoadedFile> files_;
 
   std::unique_ptr<Client> client_;
+  // The reconcile writes through the leader election's gate; the Lease store does not.
+  std::function<bool()> may_write_;
+  std::unique_ptr<Transport> gated_transport_;
+  std::unique_ptr<DynamicClient> gated_client_;
   std::unique_ptr<discovery::DiscoveryClient> discovery_;
   std::unique_ptr<states::DiscoveryResolver> resolver_;
   TransportStats counted_;  // transport counters already added to the metrics

@@ -2,12 +2,9 @@
 // NOTIFY_SOCKET: what an operator sees (systemd notifications, objects in the
 // cluster, /readyz and /metrics, the log) when files are added, edited the ways
 // editors do it, broken, removed, when the cluster drifts, and on SIGHUP/SIGTERM.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -15,6 +12,7 @@
 #include <thread>
 
 #include "core/json.hpp"
+#include "tests/daemon/daemon_process.hpp"
 #include "tests/daemon/http_client.hpp"
 #include "tests/daemon/notify_socket.hpp"
 #include "tests/support/emulator.hpp"
@@ -27,109 +25,10 @@ using kstate::testing::EmulatorOptions;
 using kstate::testing::NotifySocket;
 using kstate::testing::TempDir;
 using kstate::testing::write_file;
-namespace fs = std::filesystem;
 namespace json = kstate::json;
 using namespace std::chrono_literals;
 
-namespace {
-
-unsigned short free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), size) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
-    ::close(fd);
-    throw std::runtime_error("no free port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) {
-      return true;
-    }
-    std::this_thread::sleep_for(50ms);
-  }
-  return condition();
-}
-
-std::string config_map(const std::string& name, const std::string& color) {
-  return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name +
-         "\n  namespace: default\ndata:\n  color: " + color + "\n";
-}
-
-// One daemon on a temporary manifests folder, its log in a file, its notifications
-// on a socket of the test.
-struct Daemon {
-  Emulator& emulator;
-  TempDir work{"kstate-daemon-e2e"};
-  NotifySocket notify;
-  unsigned short port = free_port();
-  fs::path manifests = work.path() / "manifests";
-  fs::path log = work.path() / "daemon.log";
-  BackgroundProcess process;
-  std::vector<std::string> notifications;
-
-  explicit Daemon(Emulator& cluster, const std::string& resync = "1h", const std::string& extra = "")
-      : emulator(cluster) {
-    fs::create_directories(manifests);
-    const fs::path config = work.path() / "config.yaml";
-    write_file(config, "manifests-dir: " + manifests.string() + "\nkubeconfig: " + emulator.kubeconfig_path().string() +
-                           "\nresync-interval: " + resync + "\ndebounce: 50ms\nlisten-address: 127.0.0.1:" +
-                           std::to_string(port) + "\ncache-dir: " + (work.path() / "cache").string() +
-                           "\nstate-dir: " + (work.path() / "state").string() +
-                           "\napplyset:\n  namespace: default\nqps: 1000\nburst: 1000\n" + extra);
-    config_path = config.string();
-  }
-  std::string config_path;
-
-  void start() {
-    process = BackgroundProcess(
-        {"/bin/sh", "-c", "exec \"$0\" daemon --config \"$1\" 2>\"$2\"", KSTATE_BINARY, config_path, log.string()});
-  }
-
-  // Waits for a notification containing `needle`; every one received is kept.
-  std::optional<std::string> wait_notification(const std::string& needle, std::chrono::milliseconds timeout = 15s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto message = notify.receive(std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(1ms))));
-      if (!message) {
-        break;
-      }
-      notifications.push_back(*message);
-      if (message->find(needle) != std::string::npos) {
-        return message;
-      }
-    }
-    return std::nullopt;
-  }
-
-  std::string log_text() { return kstate::testing::read_file(log); }
-
-  // data.color of a ConfigMap in "default", "" when it does not exist.
-  std::string color(const std::string& name) {
-    auto reply = emulator.request("GET", "/api/v1/namespaces/default/configmaps/" + name);
-    if (reply.status != 200) {
-      return "";
-    }
-    auto doc = json::parse(reply.body);
-    if (!doc.ok() || !doc->HasMember("data") || !(*doc)["data"].HasMember("color")) {
-      return "?";
-    }
-    return (*doc)["data"]["color"].GetString();
-  }
-
-  std::string metrics() { return kstate::testing::http_get(port, "/metrics").body; }
-};
-
-}  // namespace
+using namespace kstate::testing::daemon_process;
 
 TEST_CASE("kstate daemon applies, updates and prunes as files are added, edited, broken and removed") {
   Emulator emulator;
@@ -289,5 +188,162 @@ TEST_CASE("kstate daemon waits for an unreachable API server, then reconciles an
   REQUIRE(ready);
   CHECK(ready->find("1 created") != std::string::npos);
   CHECK(daemon.color("app") == "blue");
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
+
+namespace {
+
+std::string lease_holder(Emulator& emulator) {
+  auto reply = emulator.request("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/kstate-e2e");
+  auto doc = json::parse(reply.body);
+  if (reply.status != 200 || !doc.ok()) {
+    return "";
+  }
+  return std::string(json::string_or(json::find_path(*doc, {"spec", "holderIdentity"}), ""));
+}
+
+// The field managers that wrote a ConfigMap in "default".
+std::vector<std::string> managers_of(Emulator& emulator, const std::string& name) {
+  std::vector<std::string> managers;
+  auto reply = emulator.request("GET", "/api/v1/namespaces/default/configmaps/" + name);
+  auto doc = json::parse(reply.body);
+  if (reply.status == 200 && doc.ok()) {
+    if (const auto* fields = json::find_path(*doc, {"metadata", "managedFields"}); fields && fields->IsArray()) {
+      for (const auto& entry : fields->GetArray()) {
+        managers.emplace_back(json::string_or(json::find(entry, "manager"), ""));
+      }
+    }
+  }
+  return managers;
+}
+
+bool has_metric(Daemon& daemon, const std::string& line) {
+  return daemon.metrics().find(line + "\n") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("leader election: of two daemons on one cluster only the leader writes; the other takes over when it dies") {
+  Emulator emulator;
+  const std::string election =
+      "leader-election:\n  enabled: true\n  lease-name: kstate-e2e\n  lease-namespace: default\n"
+      "  lease-duration: 2s\n  renew-deadline: 1s\n  retry-period: 200ms\n";
+  Daemon first(emulator, "1h", election + "field-manager: kstate-first\n");
+  write_file(first.manifests / "app.yaml", config_map("app", "blue"));
+  first.start();
+  auto first_ready = first.wait_notification("READY=1");
+  REQUIRE(first_ready);
+  REQUIRE(first_ready->find("1 created") != std::string::npos);
+  CHECK(has_metric(first, "kstate_leader 1"));
+
+  Daemon second(emulator, "1h", election + "field-manager: kstate-second\n");
+  write_file(second.manifests / "app.yaml", config_map("app", "blue"));
+  write_file(second.manifests / "extra.yaml", config_map("extra", "green"));
+  second.start();
+  auto standby = second.wait_notification("READY=1");
+  REQUIRE(standby);
+  CHECK(standby->find("STATUS=standby: not the leader (lease default/kstate-e2e held by ") != std::string::npos);
+  CHECK(kstate::testing::http_get(second.port, "/healthz").status == 200);
+  CHECK(has_metric(second, "kstate_leader 0"));
+  // The standby wrote nothing: its file is not applied, the object has one manager.
+  CHECK(second.color("extra").empty());
+  CHECK(managers_of(emulator, "app") == std::vector<std::string>{"kstate-first"});
+  const std::string leader = lease_holder(emulator);
+  CHECK_FALSE(leader.empty());
+  CHECK(second.log_text().find("held by " + leader) != std::string::npos);
+
+  // The leader dies without giving the lease up: the standby takes over within the lease duration.
+  const auto killed = std::chrono::steady_clock::now();
+  CHECK(first.process.stop(SIGKILL, 5s) != 0);
+  REQUIRE(eventually([&] { return has_metric(second, "kstate_leader 1"); }, 6s));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  INFO("takeover after " << took << " s");
+  // 2 s of lease from the standby's last observation, which is at most a retry period
+  // (200 ms, jitter up to 240 ms) old, plus one attempt.
+  CHECK(took < 3.0);
+  CHECK(eventually([&] { return second.color("extra") == "green"; }));
+  CHECK(lease_holder(emulator) != leader);
+  CHECK(second.process.stop(SIGTERM, 10s) == 0);
+  // A clean stop gives the lease up.
+  CHECK(lease_holder(emulator).empty());
+}
+
+TEST_CASE("a resync with nothing changed costs one read per (kind, namespace) pair plus the ApplySet parent") {
+  Emulator emulator;
+  Daemon daemon(emulator, "1s");
+  // examples/ as shipped, copied so that its permissions are the test's own.
+  fs::copy(fs::path(KSTATE_SOURCE_DIR) / "examples", daemon.manifests, fs::copy_options::recursive);
+  for (const auto& entry : fs::recursive_directory_iterator(daemon.manifests)) {
+    fs::permissions(entry.path(), fs::perms(entry.is_directory() ? 0755 : 0644));
+  }
+  daemon.start();
+  auto ready = daemon.wait_notification("READY=1", 30s);
+  REQUIRE(ready);
+  INFO(*ready);
+  REQUIRE(ready->find(" 0 failed") != std::string::npos);
+  REQUIRE(eventually([&] { return has_metric(daemon, "kstate_reconciles_total{kind=\"full\",result=\"success\"} 2"); },
+                     5s));
+  // The next periodic resync, alone in the log.
+  emulator.reset_request_log();
+  REQUIRE(eventually([&] { return has_metric(daemon, "kstate_reconciles_total{kind=\"full\",result=\"success\"} 3"); },
+                     5s));
+  auto log = json::parse(emulator.request_log());
+  REQUIRE(log.ok());
+  std::vector<std::string> requests;
+  for (const auto& request : (*log)["requests"].GetArray()) {
+    requests.push_back(std::string(request["method"].GetString()) + " " + request["path"].GetString());
+  }
+  INFO("requests of one resync:\n"
+       << [&] {
+            std::string all;
+            for (const auto& r : requests)
+              all += r + "\n";
+            return all;
+          }());
+  // examples/: Namespace kstate-demo; in kstate-demo: ConfigMap, Deployment, Secret,
+  // Service (two: web present, web-legacy absent -> one LIST), ResourceQuota.
+  const std::size_t kind_namespace_pairs = 6;
+  CHECK(requests.size() <= kind_namespace_pairs + 1);
+  for (const auto& request : requests) {
+    CHECK(request.rfind("GET ", 0) == 0);  // nothing changed: nothing written
+    CHECK(request != "GET /version");
+    CHECK(request != "GET /api");
+    CHECK(request != "GET /apis");
+  }
+  CHECK(std::count(requests.begin(), requests.end(), "GET /api/v1/namespaces/default/secrets/kstate") == 1);
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
+
+TEST_CASE("a manifest writable by others is refused with its name until fixed; cache files are private") {
+  Emulator emulator;
+  Daemon daemon(emulator, "1s");
+  write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
+  write_file(daemon.manifests / "open.yaml", config_map("open", "red"));
+  fs::permissions(daemon.manifests / "open.yaml", fs::perms(0666));
+  daemon.start();
+  auto ready = daemon.wait_notification("READY=1");
+  REQUIRE(ready);
+  CHECK(daemon.color("app") == "blue");
+  CHECK(daemon.color("open").empty());
+  const std::string open_path = (daemon.manifests / "open.yaml").string();
+  CHECK(daemon.log_text().find("refused: the file " + open_path + " is writable by group or others") !=
+        std::string::npos);
+  CHECK(daemon.log_text().find("prune held back") != std::string::npos);
+
+  // Fixed: applied at the next resync.
+  fs::permissions(daemon.manifests / "open.yaml", fs::perms(0644));
+  CHECK(eventually([&] { return daemon.color("open") == "red"; }, 5s));
+
+  // The discovery cache the daemon wrote: folders 0700, files 0600.
+  const fs::path cache = daemon.work.path() / "cache";
+  REQUIRE(fs::exists(cache));
+  CHECK((fs::status(cache).permissions() & fs::perms::all) == fs::perms(0700));
+  int files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(cache)) {
+    const auto mode = entry.status().permissions() & fs::perms::all;
+    CHECK(mode == fs::perms(entry.is_directory() ? 0700 : 0600));
+    files += entry.is_regular_file() ? 1 : 0;
+  }
+  CHECK(files > 0);
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
 }

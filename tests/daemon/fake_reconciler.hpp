@@ -1,6 +1,7 @@
 // A Reconciler for runner tests: records every call (thread-safe, the test thread reads
 // while the daemon loop runs), answers scripted summaries, and can take time like a
-// real reconcile so shutdown and overlap can be observed.
+// real reconcile so shutdown and overlap can be observed. MemoryLeases is a Lease
+// store shared with the test (which can play another candidate or a failing API).
 #pragma once
 
 #include <utility>
@@ -10,11 +11,77 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <mutex>
+#include <optional>
 
 #include "daemon/reconciler.hpp"
 
 namespace kstate::testing {
+
+// An in-memory Lease with the API server's resourceVersion check; thread-safe.
+class MemoryLeases {
+ public:
+  std::optional<daemon::LeaseRecord> lease() const {
+    std::lock_guard lock(mutex_);
+    return lease_;
+  }
+  // Another candidate writes the lease.
+  void write_as(const std::string& holder, std::chrono::seconds duration) {
+    std::lock_guard lock(mutex_);
+    daemon::LeaseRecord record;
+    record.holder_identity = holder;
+    record.lease_duration = duration;
+    record.renew_time = std::chrono::system_clock::now();
+    record.resource_version = std::to_string(++version_);
+    lease_ = record;
+  }
+  void set_unreachable(bool unreachable) {
+    std::lock_guard lock(mutex_);
+    unreachable_ = unreachable;
+  }
+
+  Result<std::optional<daemon::LeaseRecord>> get() {
+    std::lock_guard lock(mutex_);
+    if (unreachable_) {
+      return Error(ErrorKind::connection, "connection refused");
+    }
+    return lease_;
+  }
+  Result<daemon::LeaseRecord> write(daemon::LeaseRecord record, bool create) {
+    std::lock_guard lock(mutex_);
+    if (unreachable_) {
+      return Error(ErrorKind::connection, "connection refused");
+    }
+    if (create ? lease_.has_value() : (!lease_ || lease_->resource_version != record.resource_version)) {
+      return Error(create ? ErrorKind::already_exists : ErrorKind::conflict, "the object has been modified");
+    }
+    record.resource_version = std::to_string(++version_);
+    lease_ = record;
+    return record;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::optional<daemon::LeaseRecord> lease_;
+  bool unreachable_ = false;
+  int version_ = 0;
+};
+
+class MemoryLeaseStore final : public daemon::AsyncLeaseStore {
+ public:
+  explicit MemoryLeaseStore(std::shared_ptr<MemoryLeases> leases) : leases_(std::move(leases)) {}
+  boost::asio::awaitable<Result<std::optional<daemon::LeaseRecord>>> get() override { co_return leases_->get(); }
+  boost::asio::awaitable<Result<daemon::LeaseRecord>> create(daemon::LeaseRecord record) override {
+    co_return leases_->write(std::move(record), true);
+  }
+  boost::asio::awaitable<Result<daemon::LeaseRecord>> update(daemon::LeaseRecord record) override {
+    co_return leases_->write(std::move(record), false);
+  }
+
+ private:
+  std::shared_ptr<MemoryLeases> leases_;
+};
 
 class FakeReconciler final : public daemon::Reconciler {
  public:
@@ -23,7 +90,19 @@ class FakeReconciler final : public daemon::Reconciler {
     std::vector<std::string> changed;
     std::vector<std::string> removed;
     bool finished = false;
+    bool may_write = true;         // the write gate when the reconcile started
+    bool may_write_at_end = true;  // and when it finished
   };
+
+  // Leader election: the Lease store this reconciler hands out (none: unsupported).
+  std::shared_ptr<MemoryLeases> leases;
+  Result<std::unique_ptr<daemon::AsyncLeaseStore>> lease_store(const daemon::LeaderElectionConfig& config) override {
+    if (!leases) {
+      return daemon::Reconciler::lease_store(config);
+    }
+    return std::unique_ptr<daemon::AsyncLeaseStore>(std::make_unique<MemoryLeaseStore>(leases));
+  }
+  void set_write_gate(std::function<bool()> may_write) override { gate_ = std::move(may_write); }
 
   // The first `n` full reconciles find the API server unreachable.
   void fail_api_first(int n) {
@@ -79,7 +158,7 @@ class FakeReconciler final : public daemon::Reconciler {
     {
       std::lock_guard lock(mutex_);
       index = calls_.size();
-      calls_.push_back({kind, changed, removed, false});
+      calls_.push_back({kind, changed, removed, false, !gate_ || gate_()});
       duration = duration_;
       if (kind == "full" && api_failures_left_ > 0) {
         --api_failures_left_;
@@ -102,11 +181,13 @@ class FakeReconciler final : public daemon::Reconciler {
     {
       std::lock_guard lock(mutex_);
       calls_[index].finished = true;
+      calls_[index].may_write_at_end = !gate_ || gate_();
     }
     co_return summary;
   }
 
   mutable std::mutex mutex_;
+  std::function<bool()> gate_;  // called on the loop thread only
   std::vector<Call> calls_;
   int api_failures_left_ = 0;
   std::chrono::milliseconds duration_{0};

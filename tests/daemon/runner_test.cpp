@@ -328,3 +328,98 @@ TEST_CASE("runner: a bad config on SIGHUP keeps the old one and still answers RE
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
   CHECK(daemon.stop_with(SIGTERM) == 0);
 }
+
+namespace {
+
+// Leader election with 1 s leases (the Lease API counts whole seconds), renewed every 50 ms.
+void enable_election(RunningDaemon& daemon) {
+  daemon.reconciler.leases = std::make_shared<kstate::testing::MemoryLeases>();
+  daemon.config.leader_election.enabled = true;
+  daemon.config.leader_election.lease_duration = 1s;
+  daemon.config.leader_election.renew_deadline = 400ms;
+  daemon.config.leader_election.retry_period = 50ms;
+  daemon.options.identity = "node-a";
+}
+
+std::string metrics_of(RunningDaemon& daemon) {
+  return kstate::testing::http_get(daemon.runner->http_port(), "/metrics").body;
+}
+
+}  // namespace
+
+TEST_CASE("runner: leader election keeps a standby from reconciling until the other holder's lease expires") {
+  RunningDaemon daemon;
+  enable_election(daemon);
+  daemon.reconciler.leases->write_as("node-b", 1s);
+  daemon.start();
+
+  // A standby is READY (systemd must not time it out), serves the endpoints, exports leader 0.
+  auto ready = daemon.wait_for("READY=1");
+  REQUIRE(ready);
+  CHECK(*ready == "READY=1\nSTATUS=standby: not the leader (lease kube-system/kstate held by node-b)");
+  CHECK(daemon.reconciler.count("full") == 0);
+  CHECK(kstate::testing::http_get(daemon.runner->http_port(), "/healthz").status == 200);
+  CHECK(kstate::testing::http_get(daemon.runner->http_port(), "/readyz").status == 200);
+  CHECK_THAT(metrics_of(daemon), Catch::Contains("kstate_leader 0\n"));
+  // File changes wait for leadership.
+  std::ofstream(daemon.manifests / "app.yaml") << "kind: ConfigMap\n";
+
+  // node-b stops renewing: node-a takes over one lease duration after it last saw a change.
+  const auto waiting_since = std::chrono::steady_clock::now();
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") == 1; }, 3000ms));
+  const auto took = std::chrono::steady_clock::now() - waiting_since;
+  CHECK(took < 1500ms);
+  auto lease = daemon.reconciler.leases->lease();
+  REQUIRE(lease);
+  CHECK(lease->holder_identity == "node-a");
+  CHECK(lease->lease_transitions == 1);
+  REQUIRE(daemon.wait_for("READY=1\nSTATUS=5 states"));
+  CHECK(daemon.reconciler.calls().front().may_write);
+  CHECK(daemon.reconciler.count("files") == 0);  // covered by the full reconcile
+  CHECK_THAT(metrics_of(daemon), Catch::Contains("kstate_leader 1\n"));
+
+  // SIGTERM gives the lease up so that a standby does not wait for it to expire.
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+  lease = daemon.reconciler.leases->lease();
+  REQUIRE(lease);
+  CHECK(lease->holder_identity.empty());
+}
+
+TEST_CASE("runner: losing the lease closes the write gate of the reconcile in flight and stops reconciling") {
+  RunningDaemon daemon;
+  enable_election(daemon);
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1\nSTATUS=5 states"));
+  CHECK(daemon.reconciler.calls().front().may_write);
+  CHECK_THAT(metrics_of(daemon), Catch::Contains("kstate_leader 1\n"));
+
+  SECTION("the API server stops answering: leadership ends at renew-deadline") {
+    daemon.reconciler.set_duration(1000ms);
+    std::ofstream(daemon.manifests / "slow.yaml") << "kind: ConfigMap\n";
+    REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
+    const auto cut = std::chrono::steady_clock::now();
+    daemon.reconciler.leases->set_unreachable(true);
+    auto standby = daemon.wait_for("STATUS=standby", 2000ms);
+    REQUIRE(standby);
+    const auto lost_after = std::chrono::steady_clock::now() - cut;
+    CHECK(lost_after >= 300ms);  // not before renew-deadline (400 ms after the last renewal)
+    CHECK(lost_after < 900ms);
+    CHECK_THAT(metrics_of(daemon), Catch::Contains("kstate_leader 0\n"));
+    REQUIRE(daemon.wait_until([&] { return daemon.reconciler.calls().back().finished; }));
+    auto call = daemon.reconciler.calls().back();
+    CHECK(call.may_write);
+    CHECK_FALSE(call.may_write_at_end);  // writes stopped before the reconcile ended
+  }
+
+  SECTION("another candidate takes the lease: no more reconciles here") {
+    daemon.reconciler.leases->write_as("node-b", 10s);
+    REQUIRE(daemon.wait_for("STATUS=standby: not the leader (lease kube-system/kstate held by node-b)", 2000ms));
+    CHECK_THAT(metrics_of(daemon), Catch::Contains("kstate_leader 0\n"));
+    const auto calls_before = daemon.reconciler.calls().size();
+    std::ofstream(daemon.manifests / "ignored.yaml") << "kind: ConfigMap\n";
+    std::this_thread::sleep_for(200ms);  // several debounce periods: a leader would have reconciled
+    CHECK(daemon.reconciler.calls().size() == calls_before);
+  }
+
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}

@@ -1,0 +1,94 @@
+// Manifest permission checks and private folders (see file_security.hpp).
+#include "daemon/file_security.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace kstate::daemon {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The problem with one path (followed when a symbolic link), or nullopt.
+std::optional<std::string> path_problem(const fs::path& path, bool is_folder, unsigned euid) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return std::nullopt;  // the loader reports why it cannot be read
+  }
+  const char* what = is_folder ? "folder" : "file";
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return "refused: the " + std::string(what) + " " + path.string() +
+           " is writable by group or others (fix: chmod go-w " + path.string() +
+           ", or set check-manifest-permissions: false)";
+  }
+  if (euid == 0 && info.st_uid != 0) {
+    return "refused: the " + std::string(what) + " " + path.string() + " is owned by uid " +
+           std::to_string(info.st_uid) + ", not root, and kstate runs as root (fix: chown root " + path.string() +
+           ", or set check-manifest-permissions: false)";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> manifest_permission_problem(const std::string& file, const std::string& root,
+                                                       unsigned euid) {
+  const fs::path top = fs::path(root).lexically_normal();
+  const fs::path path = fs::path(file).lexically_normal();
+  if (auto problem = path_problem(path, false, euid)) {
+    return problem;
+  }
+  // Every folder from the file's own up to the manifests folder (inclusive).
+  for (fs::path folder = path.parent_path(); !folder.empty(); folder = folder.parent_path()) {
+    if (auto problem = path_problem(folder, true, euid)) {
+      return problem;
+    }
+    if (folder == top || folder == folder.parent_path()) {
+      break;
+    }
+  }
+  // A symbolic link: whoever can write the target's folder can replace the target.
+  std::error_code error;
+  if (fs::is_symlink(path, error)) {
+    const fs::path target = fs::canonical(path, error);
+    if (!error) {
+      if (auto problem = path_problem(target.parent_path(), true, euid)) {
+        return problem;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+Status ensure_private_directory(const std::string& dir) {
+  std::error_code error;
+  if (!fs::exists(dir, error)) {
+    fs::path partial;
+    for (const auto& part : fs::path(dir)) {
+      partial /= part;
+      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+        return Error(ErrorKind::io, "cannot create " + partial.string() + ": " + std::strerror(errno));
+      }
+    }
+    return ok_status();
+  }
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0) {
+    return Error(ErrorKind::io, "cannot inspect " + dir + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    return Error(ErrorKind::io, dir + " is not a folder");
+  }
+  if ((info.st_mode & 077) != 0 && info.st_uid == ::geteuid()) {
+    if (::chmod(dir.c_str(), 0700) != 0) {
+      return Error(ErrorKind::io, "cannot make " + dir + " private (chmod 0700): " + std::strerror(errno));
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace kstate::daemon

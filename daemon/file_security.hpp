@@ -1,0 +1,25 @@
+// File-system checks of the daemon's trust boundary. Whoever can write a manifest (or
+// a folder on the way to it) can make kstate create anything in the cluster, so such
+// manifests are refused unless the config says otherwise (check-manifest-permissions:
+// false); and the daemon's own folders (discovery cache, state) are private to it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace kstate::daemon {
+
+// Why `file` (a manifest under the folder `root`) must not be trusted, or nullopt:
+// the file, or any folder from its own up to `root`, is writable by group or others,
+// or - when kstate runs as root (`euid` 0) - is not owned by root. A symbolic link is
+// judged by its target (and the target's folder), like ConfigMap volumes' `..data`.
+// The message names the offending path and the fix.
+std::optional<std::string> manifest_permission_problem(const std::string& file, const std::string& root, unsigned euid);
+
+// Creates `dir` (and missing parents) with mode 0700; an existing folder of ours that
+// group or others can enter is tightened to 0700. Errors name the folder.
+Status ensure_private_directory(const std::string& dir);
+
+}  // namespace kstate::daemon
