@@ -783,7 +783,9 @@ struct Engine::Impl {
       fail(index, "re-create: delete failed: " + removed.error().describe());
       co_return;
     }
-    if (auto gone = co_await wait_gone(index, manifests::Wait{true, 0, 0, 0}); !gone.ok()) {
+    const manifests::Wait until_gone{true, 0, 0, 0};
+    const std::string old_uid = string_at(live, {"metadata", "uid"});
+    if (auto gone = co_await wait_gone(index, until_gone, old_uid); !gone.ok()) {
       fail(index, "re-create: " + gone.error().message);
       co_return;
     }
@@ -861,34 +863,67 @@ struct Engine::Impl {
     return std::to_string(ms) + " ms";
   }
 
+  // Decides readiness from the object as read or watched; nullptr when it does not
+  // exist (404, or a DELETED event).
+  using Checker = std::function<ReadinessCheck(const json::Value* object)>;
+
+  static ReadinessCheck check_exists_ready(const json::Value* object) {
+    if (object == nullptr) {
+      return {Readiness::not_ready, "it was deleted while kstate waited"};
+    }
+    return check_ready(*object);
+  }
+
+  asio::awaitable<Status> wait_until_ready(std::size_t index, const json::Value& written, const manifests::Wait& policy,
+                                           const WaitDefaults& defaults) {
+    const Checker checker = check_exists_ready;
+    const std::string goal = "ready";
+    const json::Value* current = &written;
+    co_return co_await wait_until(index, current, checker, policy, defaults, goal);
+  }
+
+  // Waits until `checker` says ready, starting from `current` (nullptr: read it first).
   // A time-bounded wait watches the object (one request, woken by each change); a wait
   // counted in attempts polls, as MetalK8s does, and so does any wait when the watch
   // is refused. Polls follow states/readiness' schedule with the injectable sleep.
-  asio::awaitable<Status> wait_until_ready(std::size_t index, const json::Value& written, const manifests::Wait& policy,
-                                           const WaitDefaults& defaults) {
+  asio::awaitable<Status> wait_until(std::size_t index, const json::Value* current, const Checker& checker,
+                                     const manifests::Wait& policy, const WaitDefaults& defaults,
+                                     const std::string& goal) {
     Slot& slot = slots[index];
-    ReadinessCheck check = check_ready(written);
+    const std::string what = slot.ref.display();
+    json::Document first;
+    if (current == nullptr) {
+      auto got = co_await read(slot);
+      if (!got.ok() && got.error().kind != ErrorKind::not_found) {
+        co_return Error(got.error().kind, "cannot read " + what + ": " + got.error().describe());
+      }
+      if (got.ok()) {
+        first = std::move(got).value();
+        current = &first;
+      }
+    }
+    ReadinessCheck check = checker(current);
     if (check.readiness == Readiness::ready) {
       co_return ok_status();
     }
-    const std::string what = slot.ref.display();
     if (check.readiness == Readiness::failed) {
-      co_return Error(ErrorKind::invalid, what + " will not become ready: " + check.reason);
+      co_return Error(ErrorKind::invalid, what + " will not become " + goal + ": " + check.reason);
     }
     WaitSchedule schedule = wait_schedule(policy, defaults);
     auto started = Clock::now();
-    spdlog::info("waiting for {} to be ready: {}", what, check.reason);
+    spdlog::info("waiting for {} to be {}: {}", what, goal, check.reason);
     if (options.watch_waits && policy.attempts <= 0 && schedule.deadline) {
-      auto watched = co_await watch_until_ready(index, check, resource_version(written), started + *schedule.deadline);
+      std::string version = current != nullptr ? resource_version(*current) : "";
+      auto watched = co_await watch_until(index, checker, check, version, started + *schedule.deadline);
       if (watched == WatchOutcome::ready) {
         co_return ok_status();
       }
       if (watched == WatchOutcome::failed) {
-        co_return Error(ErrorKind::invalid, what + " will not become ready: " + check.reason);
+        co_return Error(ErrorKind::invalid, what + " will not become " + goal + ": " + check.reason);
       }
       if (watched == WatchOutcome::timed_out) {
         co_return Error(ErrorKind::timeout, "timed out after " + duration_text(*schedule.deadline) + " waiting for " +
-                                                what + " to be ready: " + check.reason);
+                                                what + " to be " + goal + ": " + check.reason);
       }
     }
     for (std::chrono::milliseconds delay : schedule.delays) {
@@ -897,33 +932,33 @@ struct Engine::Impl {
       }
       co_await sleep_for(delay);
       auto got = co_await read(slot);
-      if (!got.ok()) {
-        check.reason = got.error().kind == ErrorKind::not_found ? "it was deleted while kstate waited"
-                                                                : "it could not be read: " + got.error().describe();
+      if (!got.ok() && got.error().kind != ErrorKind::not_found) {
+        check.reason = "it could not be read: " + got.error().describe();
         continue;
       }
-      check = check_ready(*got);
+      check = checker(got.ok() ? &*got : nullptr);
       if (check.readiness == Readiness::ready) {
         co_return ok_status();
       }
       if (check.readiness == Readiness::failed) {
-        co_return Error(ErrorKind::invalid, what + " will not become ready: " + check.reason);
+        co_return Error(ErrorKind::invalid, what + " will not become " + goal + ": " + check.reason);
       }
     }
     std::string bound = policy.attempts > 0 ? std::to_string(schedule.checks()) + " checks"
                                             : duration_text(schedule.deadline.value_or(defaults.timeout));
     co_return Error(ErrorKind::timeout,
-                    "timed out after " + bound + " waiting for " + what + " to be ready: " + check.reason);
+                    "timed out after " + bound + " waiting for " + what + " to be " + goal + ": " + check.reason);
   }
 
   enum class WatchOutcome { ready, failed, timed_out, unavailable };
 
-  // Watches one object (fieldSelector on its name) from `version` until it is ready,
-  // readiness fails, or `deadline` passes (the server ends each watch at its
+  // Watches one object (fieldSelector on its name) from `version` until `checker` says
+  // ready or failed, or `deadline` passes (the server ends each watch at its
   // timeoutSeconds, so no client timer is needed). A watch that expired (410) is
-  // resumed from a fresh read; a refused watch answers unavailable.
-  asio::awaitable<WatchOutcome> watch_until_ready(std::size_t index, ReadinessCheck& check, std::string version,
-                                                  Clock::time_point deadline) {
+  // resumed from a fresh read; a refused watch answers unavailable. `check` keeps the
+  // last answer, for the message.
+  asio::awaitable<WatchOutcome> watch_until(std::size_t index, const Checker& checker, ReadinessCheck& check,
+                                            std::string version, Clock::time_point deadline) {
     Slot& slot = slots[index];
     int quiet_watches = 0;  // watches that ended before any event: a server ending them early
     while (true) {
@@ -964,25 +999,18 @@ struct Engine::Impl {
         if (change.type == WatchEventType::bookmark) {
           continue;
         }
-        if (change.type == WatchEventType::deleted) {
-          check.reason = "it was deleted while kstate waited";
-          continue;
-        }
-        check = check_ready(change.object);
-        if (check.readiness == Readiness::ready) {
-          co_return WatchOutcome::ready;
-        }
-        if (check.readiness == Readiness::failed) {
-          co_return WatchOutcome::failed;
+        check = checker(change.type == WatchEventType::deleted ? nullptr : &change.object);
+        if (check.readiness != Readiness::not_ready) {
+          co_return check.readiness == Readiness::ready ? WatchOutcome::ready : WatchOutcome::failed;
         }
       }
       if (resync) {
         auto got = co_await read(slot);
-        if (!got.ok()) {
+        if (!got.ok() && got.error().kind != ErrorKind::not_found) {
           co_return WatchOutcome::unavailable;
         }
-        version = resource_version(*got);
-        check = check_ready(*got);
+        version = got.ok() ? resource_version(*got) : "";
+        check = checker(got.ok() ? &*got : nullptr);
         if (check.readiness != Readiness::not_ready) {
           co_return check.readiness == Readiness::ready ? WatchOutcome::ready : WatchOutcome::failed;
         }
@@ -1088,7 +1116,8 @@ struct Engine::Impl {
       co_return;
     }
     if (!options.test_mode && state.wait.enabled) {
-      if (auto gone = co_await wait_gone(index, state.wait); !gone.ok()) {
+      const std::string deleted_uid = string_at(*got, {"metadata", "uid"});
+      if (auto gone = co_await wait_gone(index, state.wait, deleted_uid); !gone.ok()) {
         fail(index, gone.error().message);
         co_return;
       }
@@ -1096,30 +1125,20 @@ struct Engine::Impl {
     changed(index, "deleted", object_diff(*got, json::Value(), diff_label(slot.ref)));
   }
 
-  // MetalK8s' wait: poll until the object is gone, `attempts` times `sleep` apart, or
-  // until `timeout`.
-  asio::awaitable<Status> wait_gone(std::size_t index, const manifests::Wait& wait) {
-    Slot& slot = slots[index];
-    auto sleep = std::chrono::milliseconds(
-        static_cast<std::int64_t>((wait.sleep_seconds > 0 ? wait.sleep_seconds : 0.2) * 1000));
-    auto timeout = wait.timeout_seconds > 0
-                       ? std::chrono::milliseconds(static_cast<std::int64_t>(wait.timeout_seconds * 1000))
-                       : options.default_wait_timeout;
-    auto deadline = Clock::now() + timeout;
-    for (int attempt = 0;; ++attempt) {
-      auto got = co_await read(slot);
-      if (!got.ok() && got.error().kind == ErrorKind::not_found) {
-        co_return ok_status();
-      }
-      bool out_of_attempts = wait.attempts > 0 && attempt + 1 >= wait.attempts;
-      if (out_of_attempts || Clock::now() + sleep > deadline) {
-        co_return Error(ErrorKind::timeout, slot.ref.display() + " still exists after waiting (" +
-                                                (out_of_attempts ? std::to_string(wait.attempts) + " attempts"
-                                                                 : std::to_string(timeout.count()) + " ms") +
-                                                ")");
-      }
-      co_await sleep_for(sleep);
-    }
+  // MetalK8s' wait until the object is gone: `attempts` checks `sleep` apart, or until
+  // `timeout` (watching, as readiness waits do). An object with another UID than the
+  // one deleted is a new object: the deleted one is gone.
+  asio::awaitable<Status> wait_gone(std::size_t index, const manifests::Wait& wait, const std::string& deleted_uid) {
+    manifests::Wait policy = wait;
+    policy.enabled = true;
+    WaitDefaults defaults;
+    defaults.timeout = options.default_wait_timeout;
+    defaults.initial_delay = std::chrono::milliseconds(200);
+    defaults.max_delay = std::chrono::seconds(5);
+    const Checker checker = [&deleted_uid](const json::Value* object) { return check_deleted(object, deleted_uid); };
+    const std::string goal = "deleted";
+    const json::Value* unknown = nullptr;  // read it first
+    co_return co_await wait_until(index, unknown, checker, policy, defaults, goal);
   }
 };
 

@@ -478,3 +478,77 @@ TEST_CASE("wait: a create-only object that already exists is still waited for, a
   CHECK(harness.emulator.count_requests("PATCH", "/apis") == 1);  // only the "controller"'s status
   CHECK(harness.emulator.count_requests("PUT", "/apis") == 0);
 }
+
+namespace {
+
+const char* const held_path = "/api/v1/namespaces/default/configmaps/held";
+
+// A ConfigMap a finalizer holds after its deletion, until the test removes it.
+void create_held(Harness& harness) {
+  auto reply = harness.emulator.request("POST", "/api/v1/namespaces/default/configmaps", R"({"apiVersion": "v1",
+    "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["example.com/hold"]}, "data": {"a": "b"}})");
+  REQUIRE(reply.status == 201);
+}
+
+void release_held(Harness& harness) {
+  auto reply = harness.emulator.request("PATCH", held_path, R"({"metadata": {"finalizers": null}})",
+                                        "application/merge-patch+json");
+  REQUIRE(reply.status == 200);
+}
+
+std::string remove_held(const std::string& wait) {
+  return "remove-held:\n  object_absent:\n    apiVersion: v1\n    kind: ConfigMap\n    name: held\n    namespace: "
+         "default\n    wait: " +
+         wait + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("object_absent wait: a finalizer that stays is named when the wait runs out, and a released one ends it") {
+  Harness harness;
+  create_held(harness);
+  SECTION("attempts run out") {
+    auto report = harness.run(remove_held("{attempts: 3, sleep: 1}"), harness.options());
+    CHECK(report.results[0].result == std::optional<bool>(false));
+    CHECK(report.results[0].comment ==
+          "timed out after 3 checks waiting for ConfigMap/default/held to be deleted: terminating, waiting for "
+          "finalizers: example.com/hold");
+    CHECK(harness.sleeps == std::vector<milliseconds>{milliseconds(1000), milliseconds(1000)});
+    CHECK_FALSE(harness.get(held_path).IsNull());
+  }
+  SECTION("the finalizer is removed while kstate polls") {
+    harness.on_sleep = [&](std::size_t call) {
+      if (call == 2) {
+        release_held(harness);
+      }
+    };
+    auto report = harness.run(remove_held("true"), harness.options());
+    INFO(report.results[0].comment);
+    CHECK(report.results[0].result == std::optional<bool>(true));
+    CHECK(report.results[0].comment == "deleted");
+    CHECK(harness.sleeps == std::vector<milliseconds>{milliseconds(200), milliseconds(400)});
+    CHECK(harness.get(held_path).IsNull());
+  }
+  SECTION("the finalizer is removed while kstate watches") {
+    auto options = harness.options();
+    options.watch_waits = true;
+    std::atomic<bool> stop{false};
+    std::thread controller([&] {
+      while (!stop) {
+        if (harness.emulator.request_log().find("\"watch\"") != std::string::npos) {
+          release_held(harness);
+          return;
+        }
+        std::this_thread::sleep_for(milliseconds(5));
+      }
+    });
+    harness.emulator.reset_request_log();
+    auto report = harness.run(remove_held("{timeout: 20}"), options);
+    stop = true;
+    controller.join();
+    INFO(report.results[0].comment);
+    CHECK(report.results[0].result == std::optional<bool>(true));
+    CHECK(harness.sleeps.empty());
+    CHECK(harness.get(held_path).IsNull());
+  }
+}
