@@ -1,20 +1,129 @@
 // Implementation of the RapidJSON helpers in json.hpp.
 #include "core/json.hpp"
 
+#include <rapidjson/encodedstream.h>
 #include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
 #include <rapidjson/prettywriter.h>
+#include <rapidjson/reader.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
 namespace kstate::json {
 
+namespace {
+
+// Go's encoding/json (and so the API server) refuses deeper documents; RapidJSON's
+// parser, writer, copy and comparison recurse once per level, so a deeper document
+// from a server or a file would overflow the stack.
+constexpr int max_nesting_depth = 10'000;
+
+// The deepest nesting of arrays and objects, counted outside strings.
+int nesting_depth(std::string_view text) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// Builds the document from the reader's events, converting numbers itself: RapidJSON
+// 1.1's own conversion misreads some (0e151 -> -1.57e-235, "0.000...0" with 31 zeros
+// -> 1.2e-240) and crashes on others (0.0333333333333333378E-333). Integers keep
+// RapidJSON's types (int, uint, int64, uint64; larger ones become doubles); decimals
+// go through strtod, which is correctly rounded (as Go's ParseFloat, so values read
+// back from the API server compare equal to the manifest's).
+class DocumentBuilder {
+ public:
+  explicit DocumentBuilder(Document& document) : document_(document) {}
+
+  bool Null() { return document_.Null(); }
+  bool Bool(bool value) { return document_.Bool(value); }
+  bool Int(int value) { return document_.Int(value); }
+  bool Uint(unsigned value) { return document_.Uint(value); }
+  bool Int64(std::int64_t value) { return document_.Int64(value); }
+  bool Uint64(std::uint64_t value) { return document_.Uint64(value); }
+  bool Double(double value) { return document_.Double(value); }
+  bool String(const char* text, rapidjson::SizeType length, bool copy) { return document_.String(text, length, copy); }
+  bool Key(const char* text, rapidjson::SizeType length, bool copy) { return document_.Key(text, length, copy); }
+  bool StartObject() { return document_.StartObject(); }
+  bool EndObject(rapidjson::SizeType members) { return document_.EndObject(members); }
+  bool StartArray() { return document_.StartArray(); }
+  bool EndArray(rapidjson::SizeType elements) { return document_.EndArray(elements); }
+
+  bool RawNumber(const char* text, rapidjson::SizeType length, bool /*copy*/) {
+    std::string number(text, length);
+    if (number.find_first_of(".eE") == std::string::npos) {
+      const char* end = number.data() + number.size();
+      if (number[0] == '-') {
+        std::int64_t value = 0;
+        if (auto [ptr, ec] = std::from_chars(number.data(), end, value); ec == std::errc() && ptr == end) {
+          return document_.Int64(value);
+        }
+      } else {
+        std::uint64_t value = 0;
+        if (auto [ptr, ec] = std::from_chars(number.data(), end, value); ec == std::errc() && ptr == end) {
+          return document_.Uint64(value);
+        }
+      }
+    }
+    double value = std::strtod(number.c_str(), nullptr);
+    if (std::isinf(value)) {
+      out_of_range_ = true;  // as RapidJSON and Go: a number beyond double is an error
+      return false;
+    }
+    return document_.Double(value);
+  }
+
+  bool out_of_range() const { return out_of_range_; }
+
+ private:
+  Document& document_;
+  bool out_of_range_ = false;
+};
+
+}  // namespace
+
 Result<Document> parse(std::string_view text) {
+  if (nesting_depth(text) > max_nesting_depth) {
+    return Error(ErrorKind::invalid_input,
+                 "invalid JSON: nested deeper than " + std::to_string(max_nesting_depth) + " levels");
+  }
   Document doc;
-  doc.Parse<rapidjson::kParseFullPrecisionFlag>(text.data(), text.size());
-  if (doc.HasParseError()) {
-    return Error(ErrorKind::invalid_input, std::string("invalid JSON at offset ") +
-                                               std::to_string(doc.GetErrorOffset()) + ": " +
-                                               rapidjson::GetParseError_En(doc.GetParseError()));
+  rapidjson::Reader reader;
+  rapidjson::MemoryStream bytes(text.data(), text.size());
+  rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> stream(bytes);
+  DocumentBuilder builder(doc);
+  auto generate = [&](Document&) {
+    return !reader.Parse<rapidjson::kParseNumbersAsStringsFlag>(stream, builder).IsError();
+  };
+  doc.Populate(generate);
+  if (reader.HasParseError()) {
+    std::string what = builder.out_of_range() ? "Number too big to be stored in double."
+                                              : rapidjson::GetParseError_En(reader.GetParseErrorCode());
+    return Error(ErrorKind::invalid_input,
+                 "invalid JSON at offset " + std::to_string(reader.GetErrorOffset()) + ": " + what);
   }
   return doc;
 }

@@ -3,7 +3,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -51,7 +53,7 @@ std::optional<std::string> read_env(const KubeconfigSources& sources, const std:
 Result<std::string> read_file(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return config_error("cannot read " + std::string(what) + " " + path);
+    return config_error("cannot read " + std::string(what) + ": " + path + ": " + std::strerror(errno));
   }
   std::ostringstream content;
   content << in.rdbuf();
@@ -94,8 +96,13 @@ Status merge_file(const std::string& path, MergedConfig& merged) {
         return config_error("kubeconfig " + path + ": an entry of " + list_key + " has no name");
       }
       auto name = item["name"].as<std::string>();
+      YAML::Node value = item[item_key];
+      // Later look-ups index the entry by key, which yaml-cpp refuses (throws) on a
+      // scalar or a list: say which entry is wrong instead.
+      if (value && !value.IsNull() && !value.IsMap()) {
+        return config_error("kubeconfig " + path + ": " + item_key + " \"" + name + "\" is not a mapping");
+      }
       if (into.count(name) == 0) {
-        YAML::Node value = item[item_key];
         into.emplace(name, Entry{value ? value : YAML::Node(YAML::NodeType::Map), folder, path});
       }
     }
@@ -121,6 +128,9 @@ Status merge_file(const std::string& path, MergedConfig& merged) {
 }
 
 std::string scalar(const YAML::Node& node, const char* key) {
+  if (!node.IsMap()) {
+    return {};
+  }
   auto value = node[key];
   if (value && value.IsScalar()) {
     return value.as<std::string>();
@@ -129,6 +139,9 @@ std::string scalar(const YAML::Node& node, const char* key) {
 }
 
 bool boolean(const YAML::Node& node, const char* key) {
+  if (!node.IsMap()) {
+    return false;
+  }
   auto value = node[key];
   return value && value.IsScalar() && value.as<std::string>() == "true";
 }
@@ -157,6 +170,9 @@ Result<std::string> pem_field(const Entry& entry, const char* file_key, const ch
 
 Result<ExecConfig> parse_exec(const Entry& user, const std::string& where) {
   const auto& node = user.node["exec"];
+  if (!node.IsMap()) {
+    return config_error("exec plugin of " + where + " is not a mapping");
+  }
   ExecConfig exec;
   exec.api_version = scalar(node, "apiVersion");
   exec.command = scalar(node, "command");
@@ -221,7 +237,8 @@ Result<ClientConfig> resolve(const MergedConfig& merged, const std::string& cont
   }
   try {
     const auto& cluster = cluster_it->second;
-    std::string cluster_where = "cluster \"" + cluster_name + "\"";
+    // The file that defined the entry, so a broken entry of a merged KUBECONFIG list is found.
+    std::string cluster_where = "cluster \"" + cluster_name + "\" (kubeconfig " + cluster.file + ")";
     config.server = scalar(cluster.node, "server");
     if (config.server.empty()) {
       return config_error(cluster_where + " has no server");
@@ -248,7 +265,7 @@ Result<ClientConfig> resolve(const MergedConfig& merged, const std::string& cont
                             origin);
       }
       const auto& user = user_it->second;
-      std::string user_where = "user \"" + user_name + "\"";
+      std::string user_where = "user \"" + user_name + "\" (kubeconfig " + user.file + ")";
       if (user.node["auth-provider"]) {
         return config_error(user_where + " uses an auth-provider, which kstate does not support (use exec)");
       }

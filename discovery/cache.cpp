@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -175,7 +176,12 @@ Result<CacheEntry> parse_cache_entry(std::string_view text) {
   }
   CacheEntry entry;
   entry.server = std::string(json::string_or(json::find(*document, "server"), ""));
-  if (const auto* fetched = json::find(*document, "fetchedAt"); fetched != nullptr && fetched->IsInt64()) {
+  // A time the clock cannot represent (seconds -> nanoseconds would overflow) leaves
+  // the entry at the epoch: stale, so it is refetched rather than trusted.
+  constexpr std::int64_t max_seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::duration::max()).count();
+  if (const auto* fetched = json::find(*document, "fetchedAt");
+      fetched != nullptr && fetched->IsInt64() && fetched->GetInt64() >= 0 && fetched->GetInt64() < max_seconds) {
     entry.fetched_at = std::chrono::system_clock::time_point(std::chrono::seconds(fetched->GetInt64()));
   }
   entry.format = std::string(json::string_or(json::find(*document, "format"), ""));
