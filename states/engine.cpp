@@ -114,6 +114,10 @@ struct Engine::Impl {
   const EngineOptions& options;
   std::vector<State>& states;
   std::vector<Slot> slots;
+  // The live objects of a run share one pool (declared before live_sets, so it
+  // outlives them): a document with its own allocator takes a 64 KiB chunk however
+  // small the object, which made a 10,000-object daemon peak at 230 MB.
+  json::Allocator live_pool;
   std::map<std::string, LiveSet> live_sets;
   // Test mode: Namespaces and CRD kinds that would only be created by this run.
   std::set<std::string> pending_namespaces;
@@ -245,7 +249,7 @@ struct Engine::Impl {
         if (listed.ok()) {
           if (const json::Value* items = json::find(*listed, "items"); items != nullptr && items->IsArray()) {
             for (auto& item : items->GetArray()) {
-              set.objects.emplace(string_at(item, {"metadata", "name"}), json::copy(item));
+              set.objects.emplace(string_at(item, {"metadata", "name"}), pooled_copy(item));
             }
           }
           set.fetched = true;
@@ -276,10 +280,16 @@ struct Engine::Impl {
     co_return got;
   }
 
+  json::Document pooled_copy(const json::Value& object) {
+    json::Document copy(&live_pool);
+    copy.CopyFrom(object, live_pool);
+    return copy;
+  }
+
   void remember_live(std::size_t index, const json::Value& object) {
     Slot& slot = slots[index];
     auto& set = live_sets[live_key(*slot.resource, slot.ref.ns)];
-    set.objects[slot.ref.name] = json::copy(object);
+    set.objects[slot.ref.name] = pooled_copy(object);
   }
 
   // --- bounded parallelism ----------------------------------------------------
