@@ -971,8 +971,9 @@ struct Engine::Impl {
                                             std::string version, Clock::time_point deadline) {
     Slot& slot = slots[index];
     int quiet_watches = 0;  // watches that ended before any event: a server ending them early
+    int resyncs = 0;        // watches refused in a row as too old (410)
     while (true) {
-      if (quiet_watches >= 3) {
+      if (quiet_watches >= 3 || resyncs >= 3) {
         co_return WatchOutcome::unavailable;
       }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -1000,8 +1001,10 @@ struct Engine::Impl {
         const WatchEvent& change = **event;
         if (change.type == WatchEventType::error) {
           resync = true;  // typically 410 Gone: the version is too old to resume from
+          ++resyncs;
           break;
         }
+        resyncs = 0;
         std::string seen = resource_version(change.object);
         if (!seen.empty()) {
           version = seen;
@@ -1019,7 +1022,10 @@ struct Engine::Impl {
         if (!got.ok() && got.error().kind != ErrorKind::not_found) {
           co_return WatchOutcome::unavailable;
         }
-        version = got.ok() ? resource_version(*got) : "";
+        // Watch again from "now": the object's own resourceVersion may be older than
+        // the history the server kept, and a watch without one starts with the
+        // object's current state (an ADDED event).
+        version.clear();
         check = checker(got.ok() ? &*got : nullptr);
         if (check.readiness != Readiness::not_ready) {
           co_return check.readiness == Readiness::ready ? WatchOutcome::ready : WatchOutcome::failed;

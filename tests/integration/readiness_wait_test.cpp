@@ -552,3 +552,51 @@ TEST_CASE("object_absent wait: a finalizer that stays is named when the wait run
     CHECK(harness.get(held_path).IsNull());
   }
 }
+
+TEST_CASE("wait: a dropped watch is resumed, and one whose history was compacted (410) re-reads the object") {
+  Harness harness;
+  auto options = harness.options();
+  options.watch_waits = true;
+  auto watches = [&] {
+    auto log = json::parse(harness.emulator.request_log());
+    int count = 0;
+    if (log.ok()) {
+      for (const auto& entry : json::find(*log, "requests")->GetArray()) {
+        count += field(entry, {"verb"}) == "watch" ? 1 : 0;
+      }
+    }
+    return count;
+  };
+  std::atomic<bool> stop{false};
+  std::thread controller([&] {
+    auto wait_for_watches = [&](int count) {
+      auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!stop && watches() < count && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(milliseconds(5));
+      }
+    };
+    wait_for_watches(1);
+    // Another write moves the resourceVersion past the engine's; compaction then makes
+    // the engine's version too old to resume from.
+    harness.emulator.request("POST", "/api/v1/namespaces/default/configmaps",
+                             R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bump"}})");
+    harness.emulator.compact();
+    harness.emulator.request("POST", "/emulator/drop-watches");
+    wait_for_watches(3);  // dropped, resumed and refused (410), re-read and watched again
+    if (!stop) {
+      harness.report_status(deployment_path, rolled_out);
+    }
+  });
+  harness.emulator.reset_request_log();
+  auto report = harness.run(with_wait("{timeout: 20}"), options);
+  stop = true;
+  controller.join();
+  const auto& web = result_of(report, "web");
+  INFO(web.comment);
+  CHECK(web.result == std::optional<bool>(true));
+  CHECK(harness.sleeps.empty());
+  CHECK(watches() >= 3);
+  // The 410 made the engine read the object again instead of giving up or polling.
+  // Reads of the Deployment: the prefetch, the "controller"'s, and the one after the 410.
+  CHECK(harness.emulator.count_requests("GET", deployment_path) == 3);
+}
