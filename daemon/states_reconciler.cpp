@@ -44,9 +44,11 @@ manifests::State copy_state(const manifests::State& state, const std::string& ob
   manifests::State copy;
   copy.id = state.id;
   copy.function = state.function;
-  json::Document object(&pool);
-  object.Parse(object_json.data(), object_json.size());
-  if (!object.HasParseError()) {
+  // json::parse (exact number conversion, depth limit), then into the shared pool;
+  // the parsed document's own chunk is freed at once and reused by the next state.
+  if (auto parsed = json::parse(object_json); parsed.ok()) {
+    json::Document object(&pool);
+    object.CopyFrom(*parsed, pool);
     copy.object = std::move(object);
   }
   copy.strategy = state.strategy;
