@@ -84,6 +84,7 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   // Every object kstate writes carries managed-by and the ApplySet membership label
   // (KEP-3659) of the parent, so `kubectl --applyset` and prune recognise it.
   options.engine.ownership_labels = states::ownership_labels(options.parent);
+  options.engine.adopt = common.adopt;
   options.prune = common.prune.value_or(false);  // `kstate apply` prunes only when asked
   options.allow_empty_prune = common.allow_empty_prune;
   options.load_failed = !loaded.failed_files.empty();

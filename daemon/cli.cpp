@@ -33,6 +33,8 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
   app.add_flag("--prune,!--no-prune", common.prune, "Delete managed objects no longer in any manifest");
   app.add_flag("--allow-empty-prune", common.allow_empty_prune,
                "Allow prune when the manifest directory is empty or missing");
+  app.add_flag("--adopt,!--no-adopt", common.adopt,
+               "Take over (label, and later prune) existing objects the manifests declare (default on)");
   app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder");
   app.add_option("-v,--log-level", common.log_level, "Log level: trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));

@@ -30,6 +30,7 @@ struct CommonOptions {
   std::string field_manager = "kstate";
   std::optional<bool> prune;  // --prune / --no-prune
   bool allow_empty_prune = false;
+  bool adopt = true;  // --adopt / --no-adopt: take over existing objects the manifests declare
   std::string cache_dir;
   std::string log_level = "info";
 };

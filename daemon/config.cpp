@@ -160,7 +160,7 @@ const std::vector<KeyEntry>& key_table() {
         bool_setter([](DaemonConfig& c) -> bool& { return c.prune; }), true);
     add("allow-empty-prune", "Allow prune when the manifest directory is empty or missing",
         bool_setter([](DaemonConfig& c) -> bool& { return c.allow_empty_prune; }), true);
-    add("adopt", "Take over existing objects that kstate did not create",
+    add("adopt", "Take over (label, then prune when removed) existing objects the manifests declare",
         bool_setter([](DaemonConfig& c) -> bool& { return c.adopt; }), true);
     add("leader-election.enabled", "Run one active copy among several nodes (Lease)",
         bool_setter([](DaemonConfig& c) -> bool& { return c.leader_election.enabled; }), true);

@@ -42,7 +42,7 @@ struct DaemonConfig {
   std::string applyset_namespace = "kube-system";
   bool prune = true;  // the daemon prunes by default, unlike `kstate apply`
   bool allow_empty_prune = false;
-  bool adopt = false;
+  bool adopt = true;  // take over existing objects the manifests declare (issue #7)
   LeaderElectionConfig leader_election;
   std::string listen_address = "127.0.0.1:9842";
   std::string cache_dir = "/var/cache/kstate";

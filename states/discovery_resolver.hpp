@@ -15,6 +15,20 @@ class DiscoveryResolver : public KindResolver {
     co_return co_await discovery_.resolve(gvk);
   }
   asio::awaitable<Status> refresh() override { co_return co_await discovery_.refresh(); }
+  asio::awaitable<Result<std::vector<ApiResource>>> resources() override {
+    if (!discovery_.loaded()) {
+      if (auto loaded = co_await discovery_.load(); !loaded.ok()) {
+        co_return loaded.error();
+      }
+    }
+    std::vector<ApiResource> preferred;
+    for (const ApiResource& resource : discovery_.mapper().resources()) {
+      if (resource.preferred_version) {
+        preferred.push_back(resource);
+      }
+    }
+    co_return preferred;
+  }
 
  private:
   discovery::DiscoveryClient& discovery_;

@@ -33,6 +33,7 @@ using manifests::Strategy;
 // Label that finds the object a generateName state created in an earlier run.
 constexpr const char* state_id_label = "kstate.io/state-id";
 constexpr int replace_conflict_retries = 5;
+constexpr int apply_conflict_attempts = 8;
 
 std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
   return std::string(json::string_or(json::find_path(object, path), ""));
@@ -628,6 +629,25 @@ struct Engine::Impl {
     return desired;
   }
 
+  // Whether a live object carries every ownership label with kstate's value (so it is
+  // kstate's, not an object to adopt).
+  bool owned(const json::Value& live) const {
+    for (const auto& [key, value] : options.ownership_labels) {
+      if (string_at(live, {"metadata", "labels", key}) != value) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::string owned_labels_text() const {
+    std::string text;
+    for (const auto& [key, value] : options.ownership_labels) {
+      text += (text.empty() ? "" : ", ") + key + "=" + value;
+    }
+    return text;
+  }
+
   // generateName objects: find the one an earlier run created (by the state-ID
   // label) so that it is never created twice.
   asio::awaitable<Status> find_generated(std::size_t index) {
@@ -674,6 +694,13 @@ struct Engine::Impl {
       }
       co_return;
     }
+    if (!live.IsNull() && !options.adopt && !owned(live)) {
+      fail(index, slot.ref.display() + " already exists and is not managed by kstate (it lacks the labels " +
+                      owned_labels_text() +
+                      "); it was left unchanged. To take it over (label it, and prune it once no manifest declares "
+                      "it), set `adopt: true` in the daemon config or pass --adopt to kstate apply");
+      co_return;
+    }
     if (!live.IsNull() && recorded_config_hash(live) == recorded_config_hash(desired) &&
         is_subset(as_stored(desired), live)) {
       succeed(index, "already good");
@@ -688,7 +715,7 @@ struct Engine::Impl {
       auto refreshed = co_await live_object(index);
       live = refreshed.ok() ? std::move(refreshed).value() : json::Document();
     } else {
-      written = co_await patch(slot, PatchType::apply, desired);
+      written = co_await apply_patch(index, desired);
     }
     if (!written.ok() && is_immutable_field_error(written.error())) {
       co_await immutable(index, written.error(), live);
@@ -699,6 +726,28 @@ struct Engine::Impl {
       co_return;
     }
     co_await report_write(index, live, *written);
+  }
+
+  // Server-side apply, retried on 409 Conflict (DESIGN.md "409 re-read and retry"):
+  // apply with force carries no resourceVersion, so a conflict only means a concurrent
+  // update won a race on the server, and sending the same apply again is safe. Bounded
+  // by apply_conflict_attempts, with a short growing pause between attempts.
+  asio::awaitable<Result<json::Document>> apply_patch(std::size_t index, const json::Value& desired) {
+    Slot& slot = slots[index];
+    std::chrono::milliseconds pause{10};
+    for (int attempt = 0;; ++attempt) {
+      auto written = co_await patch(slot, PatchType::apply, desired);
+      if (written.ok() || written.error().kind != ErrorKind::conflict) {
+        co_return written;
+      }
+      if (attempt + 1 >= apply_conflict_attempts) {
+        Error error = written.error();
+        error.message += " (gave up after " + std::to_string(apply_conflict_attempts) + " conflicting attempts)";
+        co_return error;
+      }
+      co_await sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(200));
+    }
   }
 
   // Records the outcome of a write: created / updated with its diff, or already good

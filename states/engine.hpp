@@ -33,6 +33,12 @@ class KindResolver {
   // Not found: ErrorKind::not_found with kubectl's "no matches for kind" message.
   virtual asio::awaitable<Result<ApiResource>> resolve(const GroupVersionKind& gvk) = 0;
   virtual asio::awaitable<Status> refresh() = 0;
+  // Every resource the server offers (preferred versions), for prune's check that a
+  // Namespace or CRD holds nothing kstate does not manage. A resolver that cannot
+  // enumerate answers an error, and prune then keeps every Namespace and CRD.
+  virtual asio::awaitable<Result<std::vector<ApiResource>>> resources() {
+    co_return Error(ErrorKind::internal, "this resolver cannot list the server's resources");
+  }
 };
 
 struct EngineOptions {
@@ -42,6 +48,10 @@ struct EngineOptions {
   std::string default_namespace = "default";  // from the kubeconfig context
   // Labels put on every object kstate writes (managed-by, ApplySet membership).
   std::map<std::string, std::string> ownership_labels;
+  // Whether an object_present may take over an existing object that does not carry
+  // ownership_labels (label it, and so make it prunable later). When false, such an
+  // object is left unmodified and the state fails saying how to opt in.
+  bool adopt = true;
   // Bound on readiness waits (CRD Established, `wait: true`, object_absent's wait) when
   // a state gives none: 5 minutes, as `helm --wait`.
   std::chrono::milliseconds default_wait_timeout{std::chrono::minutes(5)};

@@ -43,6 +43,16 @@ std::string ObjectKey::to_string() const {
   return text + "/" + name;
 }
 
+bool Inventory::is_pending(const ObjectKey& key) const {
+  return std::binary_search(pending.begin(), pending.end(), key, [](const auto& a, const auto& b) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(a)>, ObjectKey>) {
+      return a < b.key();
+    } else {
+      return a.key() < b;
+    }
+  });
+}
+
 const InventoryEntry* Inventory::find(const ObjectKey& key) const {
   auto it = std::lower_bound(entries.begin(), entries.end(), key,
                              [](const InventoryEntry& entry, const ObjectKey& k) { return entry.key() < k; });
@@ -54,29 +64,38 @@ const InventoryEntry* Inventory::find(const ObjectKey& key) const {
 std::string encode_inventory(const Inventory& inventory) {
   std::vector<InventoryEntry> entries = inventory.entries;
   sort_and_deduplicate(entries);
+  std::vector<InventoryEntry> pending = inventory.pending;
+  sort_and_deduplicate(pending);
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
   const auto field = [&](const char* name, const std::string& value) {
     writer.Key(name);
     writer.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
   };
+  const auto write_entries = [&](const std::vector<InventoryEntry>& list) {
+    writer.StartArray();
+    for (const InventoryEntry& entry : list) {
+      writer.StartObject();
+      field("group", entry.group);
+      field("version", entry.version);
+      field("kind", entry.kind);
+      field("namespace", entry.ns);
+      field("name", entry.name);
+      field("uid", entry.uid);
+      field("source", entry.source);
+      writer.EndObject();
+    }
+    writer.EndArray();
+  };
   writer.StartObject();
   writer.Key("version");
   writer.Int(inventory_format_version);
   writer.Key("entries");
-  writer.StartArray();
-  for (const InventoryEntry& entry : entries) {
-    writer.StartObject();
-    field("group", entry.group);
-    field("version", entry.version);
-    field("kind", entry.kind);
-    field("namespace", entry.ns);
-    field("name", entry.name);
-    field("uid", entry.uid);
-    field("source", entry.source);
-    writer.EndObject();
+  write_entries(entries);
+  if (!pending.empty()) {
+    writer.Key("pending");
+    write_entries(pending);
   }
-  writer.EndArray();
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
 }
@@ -92,36 +111,51 @@ Result<Inventory> decode_inventory(std::string_view json_text) {
   const json::Value* entries = json::find(root, "entries");
   if (entries == nullptr || !entries->IsArray())
     return Error(ErrorKind::invalid_input, "inventory has no entries array");
-  Inventory inventory;
-  inventory.entries.reserve(entries->Size());
-  std::size_t index = 0;
-  for (const json::Value& value : entries->GetArray()) {
-    InventoryEntry entry;
-    struct Field {
-      const char* name;
-      std::string* target;
-      bool required;
-    };
-    const Field fields[] = {
-        {"group", &entry.group, true},    {"version", &entry.version, true}, {"kind", &entry.kind, true},
-        {"namespace", &entry.ns, true},   {"name", &entry.name, true},       {"uid", &entry.uid, true},
-        {"source", &entry.source, false},
-    };
-    for (const Field& field : fields) {
-      auto text = value.IsObject() ? json::get_string(value, field.name) : std::nullopt;
-      if (!text) {
-        if (!field.required && value.IsObject() && json::find(value, field.name) == nullptr)
-          continue;
-        return Error(ErrorKind::invalid_input,
-                     "inventory entry " + std::to_string(index) + " has no string field '" + field.name + "'");
+  // Pending entries have no UID yet; recorded ones must have one.
+  const auto decode_entries = [](const json::Value& list, const char* what, bool need_uid,
+                                 std::vector<InventoryEntry>& out) -> Status {
+    out.reserve(list.Size());
+    std::size_t index = 0;
+    for (const json::Value& value : list.GetArray()) {
+      InventoryEntry entry;
+      struct Field {
+        const char* name;
+        std::string* target;
+        bool required;
+      };
+      const Field fields[] = {
+          {"group", &entry.group, true},    {"version", &entry.version, true}, {"kind", &entry.kind, true},
+          {"namespace", &entry.ns, true},   {"name", &entry.name, true},       {"uid", &entry.uid, need_uid},
+          {"source", &entry.source, false},
+      };
+      for (const Field& field : fields) {
+        auto text = value.IsObject() ? json::get_string(value, field.name) : std::nullopt;
+        if (!text) {
+          if (!field.required && value.IsObject() && json::find(value, field.name) == nullptr)
+            continue;
+          return Error(ErrorKind::invalid_input, std::string("inventory ") + what + " " + std::to_string(index) +
+                                                     " has no string field '" + field.name + "'");
+        }
+        *field.target = std::string(*text);
       }
-      *field.target = std::string(*text);
+      if (entry.kind.empty() || entry.name.empty() || entry.version.empty() || (need_uid && entry.uid.empty()))
+        return Error(ErrorKind::invalid_input,
+                     std::string("inventory ") + what + " " + std::to_string(index) +
+                         (need_uid ? " lacks a kind, version, name or uid" : " lacks a kind, version or name"));
+      out.push_back(std::move(entry));
+      ++index;
     }
-    if (entry.kind.empty() || entry.name.empty() || entry.version.empty() || entry.uid.empty())
-      return Error(ErrorKind::invalid_input,
-                   "inventory entry " + std::to_string(index) + " lacks a kind, version, name or uid");
-    inventory.entries.push_back(std::move(entry));
-    ++index;
+    return ok_status();
+  };
+  Inventory inventory;
+  if (auto decoded = decode_entries(*entries, "entry", true, inventory.entries); !decoded.ok())
+    return decoded.error();
+  if (const json::Value* pending = json::find(root, "pending"); pending != nullptr) {
+    if (!pending->IsArray())
+      return Error(ErrorKind::invalid_input, "inventory's pending entries are not an array");
+    if (auto decoded = decode_entries(*pending, "pending entry", false, inventory.pending); !decoded.ok())
+      return decoded.error();
+    sort_and_deduplicate(inventory.pending);
   }
   sort_and_deduplicate(inventory.entries);
   return inventory;

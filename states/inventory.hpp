@@ -42,14 +42,22 @@ struct InventoryEntry {
 
 struct Inventory {
   std::vector<InventoryEntry> entries;  // sorted by key, one entry per key
+  // Objects a cycle was about to apply, recorded before it applied them (no UID yet):
+  // if the cycle dies before it can record their UIDs, the next cycle finds them by
+  // name and ownership labels and records them, so nothing kstate created is ever
+  // orphaned. Sorted by key, one per key; never pruned as such.
+  std::vector<InventoryEntry> pending;
   const InventoryEntry* find(const ObjectKey& key) const;
+  bool is_pending(const ObjectKey& key) const;
+  friend bool operator==(const Inventory&, const Inventory&) = default;
 };
 
 constexpr std::string_view inventory_data_key = "inventory.json";
 constexpr int inventory_format_version = 1;
 
 // {"version":1,"entries":[{"group":..,"version":..,"kind":..,"namespace":..,"name":..,
-// "uid":..,"source":..}]}, entries sorted so that an unchanged inventory encodes the same.
+// "uid":..,"source":..}]}, entries sorted so that an unchanged inventory encodes the same;
+// "pending":[...] (same fields, uid "") only when there are pending entries.
 std::string encode_inventory(const Inventory& inventory);
 // Strict: any malformed entry makes the whole inventory invalid (invalid_input).
 Result<Inventory> decode_inventory(std::string_view json_text);

@@ -187,8 +187,9 @@ PruneDecision decide_prune(const PruneInput& input) {
     const ObjectKey key = container->key();
     const LiveObject& live = *live_of[container];
     std::string member;
-    if (input.containers_with_foreign_objects.count(key) != 0) {
-      member = "objects outside kstate's inventory";
+    if (auto foreign = input.containers_with_foreign_objects.find(key);
+        foreign != input.containers_with_foreign_objects.end()) {
+      member = foreign->second.empty() ? "objects outside kstate's inventory" : foreign->second;
     } else {
       for (const ObjectKey& other : remaining) {
         bool inside = false;

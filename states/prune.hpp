@@ -71,9 +71,10 @@ struct PruneInput {
   std::map<ObjectKey, LiveObject> live;  // for inventory entries; missing = unknown
   PruneGuards guards;
   std::string applyset_id;
-  // Namespaces/CRDs (their keys) the engine knows to hold objects outside the
-  // inventory: deleting them would cascade to objects kstate does not own.
-  std::set<ObjectKey> containers_with_foreign_objects;
+  // Namespaces/CRDs (their keys) that hold objects outside the inventory, or whose
+  // contents could not be listed, with what was found (shown to the user): deleting
+  // them would cascade to objects kstate does not own. Filled by states/reconcile.
+  std::map<ObjectKey, std::string> containers_with_foreign_objects;
 };
 
 struct PlannedDelete {

@@ -3,7 +3,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "states/inventory.hpp"
 #include "states/prune.hpp"
@@ -97,6 +99,321 @@ StateResult prune_result(const InventoryEntry& entry) {
   return result;
 }
 
+std::string label_of(const json::Value& object, const std::string& key) {
+  return std::string(json::string_or(json::find_path(object, {"metadata", "labels", key}), ""));
+}
+
+bool is_namespace_kind(const std::string& group, const std::string& kind) {
+  return group.empty() && kind == "Namespace";
+}
+bool is_crd_kind(const std::string& group, const std::string& kind) {
+  return group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition";
+}
+
+// Objects the cluster itself keeps in every namespace or derives from others: they
+// never make a Namespace "hold something kstate does not manage".
+bool created_by_the_cluster(const ApiResource& resource, const json::Value& item,
+                            const std::set<std::string>& uids_in_namespace,
+                            const std::set<std::string>& services_in_namespace) {
+  const std::string name = std::string(json::string_or(json::find_path(item, {"metadata", "name"}), ""));
+  const std::string& kind = resource.kind;
+  if (kind == "Event") {
+    return true;  // records, not state: they expire on their own
+  }
+  if (resource.group.empty() &&
+      ((kind == "ServiceAccount" && name == "default") || (kind == "ConfigMap" && name == "kube-root-ca.crt") ||
+       (kind == "Endpoints" && services_in_namespace.count(name) > 0))) {
+    return true;
+  }
+  if (resource.group.empty() && kind == "Secret" &&
+      json::string_or(json::find_path(item, {"metadata", "annotations", "kubernetes.io/service-account.name"}), "") ==
+          "default") {
+    return true;
+  }
+  // Owned by another object of the namespace (ReplicaSets, Pods, EndpointSlices...):
+  // garbage-collected with it, and the owner itself is judged.
+  if (const json::Value* owners = json::find_path(item, {"metadata", "ownerReferences"});
+      owners != nullptr && owners->IsArray() && !owners->Empty()) {
+    for (const auto& owner : owners->GetArray()) {
+      if (uids_in_namespace.count(std::string(json::string_or(json::find(owner, "uid"), ""))) == 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+std::string describe_item(const ApiResource& resource, const json::Value& item) {
+  std::string ns = std::string(json::string_or(json::find_path(item, {"metadata", "namespace"}), ""));
+  std::string name = std::string(json::string_or(json::find_path(item, {"metadata", "name"}), ""));
+  return resource.kind + "/" + (ns.empty() ? "" : ns + "/") + name;
+}
+
+// For every Namespace and CRD prune may delete: whether it holds objects kstate does
+// not manage (not in the inventory with the same UID), which deleting it would delete
+// too. A Namespace's contents are listed over every namespaced kind the server offers;
+// a CRD's over its custom resources in all namespaces. Whatever cannot be listed counts
+// as foreign: unknown is never deleted.
+asio::awaitable<std::map<ObjectKey, std::string>> foreign_contents(DynamicClient& client, KindResolver& resolver,
+                                                                   const Inventory& inventory,
+                                                                   const std::map<ObjectKey, LiveObject>& live,
+                                                                   const std::set<ObjectKey>& declared) {
+  std::map<ObjectKey, std::string> foreign;
+  std::vector<const InventoryEntry*> containers;
+  for (const auto& entry : inventory.entries) {
+    const bool container = is_namespace_kind(entry.group, entry.kind) || is_crd_kind(entry.group, entry.kind);
+    auto found = live.find(entry.key());
+    if (container && declared.count(entry.key()) == 0 && found != live.end() &&
+        found->second.state == LiveState::found && found->second.uid == entry.uid) {
+      containers.push_back(&entry);
+    }
+  }
+  if (containers.empty()) {
+    co_return foreign;
+  }
+  auto resources = co_await resolver.resources();
+  if (!resources.ok()) {
+    for (const InventoryEntry* container : containers) {
+      foreign[container->key()] = "its contents could not be listed (" + resources.error().describe() + ")";
+    }
+    co_return foreign;
+  }
+  // Is this listed object kstate's (recorded with the same UID)?
+  const auto managed = [&](const ApiResource& resource, const json::Value& item, const std::string& ns) {
+    ObjectKey key{resource.group, resource.kind, ns,
+                  std::string(json::string_or(json::find_path(item, {"metadata", "name"}), ""))};
+    const InventoryEntry* recorded = inventory.find(key);
+    return recorded != nullptr && recorded->uid == json::string_or(json::find_path(item, {"metadata", "uid"}), "");
+  };
+  for (const InventoryEntry* container : containers) {
+    std::string found_foreign;
+    if (is_namespace_kind(container->group, container->kind)) {
+      std::vector<std::pair<const ApiResource*, json::Document>> listed;
+      for (const ApiResource& resource : *resources) {
+        // Views that cannot be deleted (metrics.k8s.io and the like) hold no stored objects.
+        if (!resource.namespaced || !resource.supports("list") || !resource.supports("delete")) {
+          continue;
+        }
+        std::string ns = container->name;
+        ListOptions everything;
+        auto items = co_await client.list(resource, ns, everything);
+        if (!items.ok()) {
+          if (items.error().kind == ErrorKind::not_found) {
+            continue;  // the kind went away meanwhile
+          }
+          found_foreign = "its " + resource.plural + " could not be listed (" + items.error().describe() + ")";
+          break;
+        }
+        listed.emplace_back(&resource, std::move(items).value());
+      }
+      std::set<std::string> uids;
+      std::set<std::string> services;
+      for (const auto& [resource, list] : listed) {
+        if (const json::Value* items = json::find(list, "items"); items != nullptr && items->IsArray()) {
+          for (const auto& item : items->GetArray()) {
+            uids.insert(std::string(json::string_or(json::find_path(item, {"metadata", "uid"}), "")));
+            if (resource->group.empty() && resource->kind == "Service") {
+              services.insert(std::string(json::string_or(json::find_path(item, {"metadata", "name"}), "")));
+            }
+          }
+        }
+      }
+      for (const auto& [resource, list] : listed) {
+        if (!found_foreign.empty()) {
+          break;
+        }
+        if (const json::Value* items = json::find(list, "items"); items != nullptr && items->IsArray()) {
+          for (const auto& item : items->GetArray()) {
+            if (!managed(*resource, item, container->name) &&
+                !created_by_the_cluster(*resource, item, uids, services)) {
+              found_foreign = describe_item(*resource, item);
+              break;
+            }
+          }
+        }
+      }
+    } else {
+      const LiveObject& crd = live.at(container->key());
+      const ApiResource* served = nullptr;
+      for (const ApiResource& resource : *resources) {
+        if (resource.group == crd.defines_group && resource.kind == crd.defines_kind) {
+          served = &resource;
+          break;
+        }
+      }
+      if (served == nullptr) {
+        if (crd.defines_kind.empty()) {
+          found_foreign = "its kind could not be read from the CustomResourceDefinition";
+        }
+        // else: the server serves no such kind, so no custom resource can exist.
+      } else {
+        std::string all_namespaces;
+        ListOptions everything;
+        auto items = co_await client.list(*served, all_namespaces, everything);
+        if (!items.ok() && items.error().kind != ErrorKind::not_found) {
+          found_foreign = "its " + served->plural + " could not be listed (" + items.error().describe() + ")";
+        } else if (items.ok()) {
+          if (const json::Value* list = json::find(*items, "items"); list != nullptr && list->IsArray()) {
+            for (const auto& item : list->GetArray()) {
+              std::string ns = std::string(json::string_or(json::find_path(item, {"metadata", "namespace"}), ""));
+              if (!managed(*served, item, ns)) {
+                found_foreign = describe_item(*served, item);
+                break;
+              }
+            }
+          }
+        }
+      }
+    }
+    if (!found_foreign.empty()) {
+      if (found_foreign.find("could not") == std::string::npos) {
+        found_foreign += ", which kstate does not manage";
+      }
+      foreign[container->key()] = found_foreign;
+    }
+  }
+  co_return foreign;
+}
+
+// The key of the object a state declares, before the engine runs (namespace defaulted
+// when discovery knows the kind is namespaced; as written when the kind is not known
+// yet). nullopt for states that declare no named object.
+asio::awaitable<std::optional<InventoryEntry>> declared_entry(KindResolver& resolver, const manifests::State& state,
+                                                              const std::string& default_namespace) {
+  if (state.function != manifests::Function::object_present) {
+    co_return std::nullopt;
+  }
+  InventoryEntry entry;
+  GroupVersionKind gvk = make_gvk(json::string_or(json::find(state.object, "apiVersion"), ""),
+                                  json::string_or(json::find(state.object, "kind"), ""));
+  entry.group = gvk.group;
+  entry.version = gvk.version;
+  entry.kind = gvk.kind;
+  entry.name = std::string(json::string_or(json::find_path(state.object, {"metadata", "name"}), ""));
+  entry.ns = std::string(json::string_or(json::find_path(state.object, {"metadata", "namespace"}), ""));
+  entry.source = state.source.file;
+  if (entry.name.empty() || entry.kind.empty()) {
+    co_return std::nullopt;
+  }
+  auto resource = co_await resolver.resolve(gvk);
+  if (resource.ok()) {
+    entry.ns = resource->namespaced ? (entry.ns.empty() ? default_namespace : entry.ns) : std::string();
+  }
+  co_return entry;
+}
+
+// Pending entries of earlier cycles that no manifest declares any more: the object is
+// looked up (one LIST per kind and namespace, by the ApplySet label) and, when it
+// exists with kstate's labels, recorded with its UID so that prune can judge it; when
+// it does not, the entry is dropped. Lookups that fail keep the entry for next time.
+asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resolver, Inventory& inventory,
+                                      const std::set<ObjectKey>& declared, const std::string& id,
+                                      const std::string& default_namespace) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<InventoryEntry>> groups;
+  std::vector<InventoryEntry> still_pending;
+  for (InventoryEntry& entry : inventory.pending) {
+    if (inventory.find(entry.key()) != nullptr) {
+      continue;  // recorded meanwhile
+    }
+    if (declared.count(entry.key()) > 0) {
+      still_pending.push_back(entry);  // this cycle applies it and records it
+      continue;
+    }
+    groups[{entry.group, entry.version, entry.kind, entry.ns}].push_back(entry);
+  }
+  std::vector<InventoryEntry> recovered;
+  for (auto& [group_key, entries] : groups) {
+    GroupVersionKind gvk{entries.front().group, entries.front().version, entries.front().kind};
+    auto resource = co_await resolver.resolve(gvk);
+    if (!resource.ok()) {
+      if (resource.error().kind != ErrorKind::not_found) {
+        still_pending.insert(still_pending.end(), entries.begin(), entries.end());
+      }
+      continue;  // kind gone: so are its objects
+    }
+    std::string ns =
+        resource->namespaced ? (entries.front().ns.empty() ? default_namespace : entries.front().ns) : std::string();
+    ListOptions ours;
+    ours.label_selector = std::string(applyset_part_of_label) + "=" + id;
+    auto listed = co_await client.list(*resource, ns, ours);
+    if (!listed.ok()) {
+      still_pending.insert(still_pending.end(), entries.begin(), entries.end());
+      continue;
+    }
+    std::map<std::string, const json::Value*> by_name;
+    if (const json::Value* items = json::find(*listed, "items"); items != nullptr && items->IsArray()) {
+      for (const auto& item : items->GetArray()) {
+        by_name[std::string(json::string_or(json::find_path(item, {"metadata", "name"}), ""))] = &item;
+      }
+    }
+    for (InventoryEntry& entry : entries) {
+      auto found = by_name.find(entry.name);
+      if (found != by_name.end() && label_of(*found->second, std::string(managed_by_label)) == managed_by_value) {
+        entry.ns = ns;
+        entry.uid = std::string(json::string_or(json::find_path(*found->second, {"metadata", "uid"}), ""));
+        if (!entry.uid.empty()) {
+          spdlog::info("recorded {} in the inventory: an interrupted cycle applied it without recording it",
+                       entry.key().to_string());
+          recovered.push_back(entry);
+        }
+      }
+    }
+  }
+  inventory = merge_inventory(inventory, recovered, {});
+  inventory.pending = std::move(still_pending);
+  std::sort(inventory.pending.begin(), inventory.pending.end(),
+            [](const InventoryEntry& a, const InventoryEntry& b) { return a.key() < b.key(); });
+}
+
+// Writes the parent Secret with this inventory (server-side apply, idempotent).
+asio::awaitable<Status> write_parent(DynamicClient& client, const ParentSecret& parent, const ReconcileOptions& options,
+                                     const Inventory& inventory) {
+  json::Document secret = make_parent_secret(options.parent, options.kstate_version, inventory);
+  WriteOptions write;
+  write.field_manager = options.engine.field_manager;
+  write.force = true;
+  std::string ns = options.parent.ns;
+  std::string name = options.parent.name;
+  std::string body = json::dump(secret);
+  std::string subresource;
+  auto written = co_await client.patch(*parent.secrets, ns, name, PatchType::apply, body, write, subresource);
+  if (!written.ok()) {
+    co_return written.error();
+  }
+  co_return ok_status();
+}
+
+std::string describe_entry(const InventoryEntry& entry) {
+  return entry.kind + "/" + (entry.ns.empty() ? "" : entry.ns + "/") + entry.name;
+}
+
+// Inventory entries of generateName states: their names are only known once the
+// engine ran the state, so in a cycle that does not run them (the daemon's one-file
+// reconcile) they must still count as declared. Matched by file, kind and prefix.
+void declare_generated(const std::vector<manifests::State>& states, const Inventory& inventory,
+                       std::set<ObjectKey>& declared) {
+  for (const auto& state : states) {
+    if (state.function == manifests::Function::object_absent ||
+        !json::string_or(json::find_path(state.object, {"metadata", "name"}), "").empty()) {
+      continue;
+    }
+    std::string prefix = std::string(json::string_or(json::find_path(state.object, {"metadata", "generateName"}), ""));
+    if (prefix.empty()) {
+      continue;
+    }
+    GroupVersionKind gvk = make_gvk(json::string_or(json::find(state.object, "apiVersion"), ""),
+                                    json::string_or(json::find(state.object, "kind"), ""));
+    std::string ns = std::string(json::string_or(json::find_path(state.object, {"metadata", "namespace"}), ""));
+    for (const auto& entry : inventory.entries) {
+      if (entry.group == gvk.group && entry.kind == gvk.kind && entry.source == state.source.file &&
+          entry.name.rfind(prefix, 0) == 0 && (ns.empty() || entry.ns == ns)) {
+        declared.insert(entry.key());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::map<std::string, std::string> ownership_labels(const ApplySetParent& parent) {
@@ -107,6 +424,69 @@ std::map<std::string, std::string> ownership_labels(const ApplySetParent& parent
 asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolver,
                                      std::vector<manifests::State>& states, const ReconcileOptions& options) {
   auto started = Clock::now();
+  const bool test_mode = options.engine.test_mode;
+  const std::string id = applyset_id(options.parent);
+  const std::string parent_name = options.parent.ns + "/" + options.parent.name;
+
+  ParentSecret parent = co_await read_parent(client, resolver, options.parent);
+  LoadedInventory loaded;
+  if (parent.readable) {
+    loaded = load_inventory(parent.object.IsNull() ? nullptr : &parent.object);
+  }
+  const Inventory original = loaded.inventory;
+  Inventory on_server = original;  // what the parent holds, as far as this cycle knows
+  const bool tracking = parent.readable && loaded.status != InventoryStatus::corrupt;
+
+  // Before anything is applied, record what this cycle may create or take over
+  // (pending entries), so that a cycle that dies half-way never leaves an object that
+  // kstate created but did not record, and so could never prune.
+  if (!test_mode) {
+    if (!parent.readable) {
+      RunReport report;
+      report.errors.push_back("inventory: cannot read the ApplySet parent Secret " + parent_name + ": " +
+                              parent.error.describe() + " (nothing applied, nothing pruned)");
+      report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+      co_return report;
+    }
+    if (tracking) {
+      std::set<ObjectKey> declared_now;
+      std::vector<InventoryEntry> intents;
+      for (const auto& state : states) {
+        auto entry = co_await declared_entry(resolver, state, options.engine.default_namespace);
+        if (!entry) {
+          continue;
+        }
+        declared_now.insert(entry->key());
+        const bool runs = !options.only_files || options.only_files->count(state.source.file) > 0;
+        if (runs && loaded.inventory.find(entry->key()) == nullptr) {
+          intents.push_back(*entry);
+        }
+      }
+      co_await recover_pending(client, resolver, loaded.inventory, declared_now, id, options.engine.default_namespace);
+      for (auto& intent : intents) {
+        if (loaded.inventory.find(intent.key()) == nullptr && !loaded.inventory.is_pending(intent.key())) {
+          loaded.inventory.pending.push_back(std::move(intent));
+        }
+      }
+      std::sort(loaded.inventory.pending.begin(), loaded.inventory.pending.end(),
+                [](const InventoryEntry& a, const InventoryEntry& b) { return a.key() < b.key(); });
+      if (!(loaded.inventory == original)) {
+        auto written = co_await write_parent(client, parent, options, loaded.inventory);
+        if (written.ok()) {
+          on_server = loaded.inventory;
+        } else {
+          RunReport report;
+          report.errors.push_back(
+              "inventory: cannot record the objects about to be applied in the ApplySet parent "
+              "Secret " +
+              parent_name + ": " + written.error().describe() + " (nothing applied, nothing pruned)");
+          report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+          co_return report;
+        }
+      }
+    }
+  }
+
   EngineOptions engine_options = options.engine;
   if (options.only_files) {
     const std::set<std::string>& files = *options.only_files;
@@ -114,18 +494,15 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   }
   Engine engine(client, resolver, engine_options);
   RunReport report = co_await engine.run(states);
-  const bool test_mode = options.engine.test_mode;
 
-  ParentSecret parent = co_await read_parent(client, resolver, options.parent);
   if (!parent.readable) {
-    report.errors.push_back("inventory: cannot read the ApplySet parent Secret " + options.parent.ns + "/" +
-                            options.parent.name + ": " + parent.error.describe() + " (nothing pruned)");
+    report.errors.push_back("inventory: cannot read the ApplySet parent Secret " + parent_name + ": " +
+                            parent.error.describe() + " (nothing pruned)");
     co_return report;
   }
-  LoadedInventory loaded = load_inventory(parent.object.IsNull() ? nullptr : &parent.object);
   if (loaded.status == InventoryStatus::corrupt) {
-    report.notes.push_back("inventory in Secret " + options.parent.ns + "/" + options.parent.name + " is unreadable (" +
-                           loaded.problem + "): prune refused");
+    report.notes.push_back("inventory in Secret " + parent_name + " is unreadable (" + loaded.problem +
+                           "): prune refused");
   }
 
   std::vector<ObjectKey> removed;
@@ -133,7 +510,8 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     PruneInput input;
     input.inventory = loaded.inventory;
     input.declared = report.declared;
-    input.applyset_id = applyset_id(options.parent);
+    declare_generated(states, loaded.inventory, input.declared);
+    input.applyset_id = id;
     input.guards.prune_enabled = true;
     input.guards.load_failed = options.load_failed;
     input.guards.state_failed = report.failed() > 0;
@@ -142,11 +520,27 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     input.guards.allow_empty_prune = options.allow_empty_prune;
     input.guards.inventory_corrupt = loaded.status == InventoryStatus::corrupt;
     if (held_guards(input.guards).empty()) {
-      input.live = co_await read_candidates(client, resolver, loaded.inventory, report.declared);
+      input.live = co_await read_candidates(client, resolver, loaded.inventory, input.declared);
+      input.containers_with_foreign_objects =
+          co_await foreign_contents(client, resolver, loaded.inventory, input.live, input.declared);
     }
     PruneDecision decision = decide_prune(input);
     if (!decision.held_back_by.empty()) {
       report.notes.push_back("prune held back: " + join(decision.held_back_by, "; "));
+    }
+    for (const KeptEntry& kept : decision.kept) {
+      switch (kept.reason) {
+        case KeepReason::still_has_members:
+        case KeepReason::labels_removed:
+        case KeepReason::uid_mismatch:
+        case KeepReason::prune_disabled:
+        case KeepReason::not_checked:
+          report.notes.push_back(describe_entry(kept.entry) + " not pruned: " + to_string(kept.reason) +
+                                 (kept.detail.empty() ? "" : " (" + kept.detail + ")"));
+          break;
+        default:
+          break;
+      }
     }
     removed = decision.forget;
     for (const auto& planned : decision.deletes) {
@@ -185,20 +579,19 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     }
   }
 
-  if (!test_mode && loaded.status != InventoryStatus::corrupt) {
+  if (!test_mode && tracking) {
     Inventory next = merge_inventory(loaded.inventory, report.applied, removed);
-    if (parent.object.IsNull() || !(next.entries == loaded.inventory.entries)) {
-      json::Document secret = make_parent_secret(options.parent, options.kstate_version, next);
-      WriteOptions write;
-      write.field_manager = options.engine.field_manager;
-      write.force = true;
-      std::string ns = options.parent.ns;
-      std::string name = options.parent.name;
-      std::string body = json::dump(secret);
-      std::string subresource;
-      auto written = co_await client.patch(*parent.secrets, ns, name, PatchType::apply, body, write, subresource);
-      if (!written.ok()) {
-        report.errors.push_back("inventory: cannot write the ApplySet parent Secret " + ns + "/" + name + ": " +
+    // What stays pending: what this cycle meant to apply but did not record (a state
+    // failed, perhaps after the server created the object); the next cycle looks.
+    for (const InventoryEntry& entry : loaded.inventory.pending) {
+      ObjectKey defaulted{entry.group, entry.kind, options.engine.default_namespace, entry.name};
+      if (next.find(entry.key()) == nullptr && (!entry.ns.empty() || next.find(defaulted) == nullptr)) {
+        next.pending.push_back(entry);
+      }
+    }
+    if (parent.object.IsNull() || !(next == on_server)) {
+      if (auto written = co_await write_parent(client, parent, options, next); !written.ok()) {
+        report.errors.push_back("inventory: cannot write the ApplySet parent Secret " + parent_name + ": " +
                                 written.error().describe());
       }
     }

@@ -72,6 +72,7 @@ TEST_CASE("an empty config file gives the documented defaults") {
   CHECK(config->applyset_namespace == "kube-system");
   CHECK(config->prune);
   CHECK_FALSE(config->allow_empty_prune);
+  CHECK(config->adopt);  // objects the manifests declare are taken over unless told otherwise
   CHECK_FALSE(config->leader_election.enabled);
   CHECK(config->leader_election.lease_duration == 15s);
   CHECK(config->leader_election.renew_deadline == 10s);
@@ -97,7 +98,7 @@ applyset:
   namespace: ops
 prune: false
 allow-empty-prune: true
-adopt: true
+adopt: false
 leader-election:
   enabled: true
   lease-name: kstate-lock
@@ -128,7 +129,7 @@ check-manifest-permissions: false
   CHECK(config->applyset_namespace == "ops");
   CHECK_FALSE(config->prune);
   CHECK(config->allow_empty_prune);
-  CHECK(config->adopt);
+  CHECK_FALSE(config->adopt);  // the default is true
   CHECK(config->leader_election.enabled);
   CHECK(config->leader_election.lease_name == "kstate-lock");
   CHECK(config->leader_election.lease_namespace == "ops");

@@ -162,3 +162,31 @@ TEST_CASE("a cycle's outcome merges into the inventory", "[inventory]") {
   }
   CHECK(merged.entries.size() == 5);
 }
+
+TEST_CASE("pending entries (applied but not yet recorded) round-trip without a UID", "[inventory]") {
+  states::Inventory inventory;
+  inventory.entries = {entry("ConfigMap", "web", "settings", "u1")};
+  const std::string without_pending = states::encode_inventory(inventory);
+  CHECK(without_pending.find("pending") == std::string::npos);  // old readers see the same document
+
+  inventory.pending = {entry("ConfigMap", "web", "new", ""), entry("Namespace", "", "fresh", "")};
+  const std::string text = states::encode_inventory(inventory);
+  CHECK(text.find(R"("pending":[)") != std::string::npos);
+  auto decoded = states::decode_inventory(text);
+  REQUIRE(decoded.ok());
+  CHECK(decoded->entries.size() == 1);
+  REQUIRE(decoded->pending.size() == 2);
+  CHECK(decoded->is_pending({"", "ConfigMap", "web", "new"}));
+  CHECK(decoded->is_pending({"", "Namespace", "", "fresh"}));
+  CHECK_FALSE(decoded->is_pending({"", "ConfigMap", "web", "settings"}));
+  // A pending entry is not a recorded one: prune looks entries up with find().
+  CHECK(decoded->find({"", "ConfigMap", "web", "new"}) == nullptr);
+  CHECK(*decoded == inventory);
+
+  // Strict as the entries: a pending entry without a name makes the whole inventory corrupt.
+  auto broken = states::decode_inventory(
+      R"({"version":1,"entries":[],"pending":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","name":"","uid":""}]})");
+  REQUIRE_FALSE(broken.ok());
+  CHECK_THAT(broken.error().message, Catch::Contains("pending entry 0"));
+  CHECK_FALSE(states::decode_inventory(R"({"version":1,"entries":[],"pending":{}})").ok());
+}

@@ -185,7 +185,9 @@ TEST_CASE("each prune guard keeps what would otherwise be deleted", "[prune]") {
        without(baseline_deletes, {"0:ConfigMap/gone-ns/x", "2:Namespace/gone-ns"}), gone_ns,
        KeepReason::still_has_members, "ConfigMap/gone-ns/x", false},
       {"Namespace holds objects outside the inventory",
-       [](auto& in) { in.containers_with_foreign_objects.insert(gone_ns); },
+       [](auto& in) {
+         in.containers_with_foreign_objects[gone_ns] = "ConfigMap/gone-ns/y, outside kstate's inventory";
+       },
        without(baseline_deletes, {"2:Namespace/gone-ns"}), gone_ns, KeepReason::still_has_members,
        "outside kstate's inventory", false},
       {"CRD still has a custom resource with another UID",
@@ -307,7 +309,7 @@ TEST_CASE("randomized cycles never delete what prune must not touch", "[prune][r
       input.live[key] = live;
     }
     if (chance(20))
-      input.containers_with_foreign_objects.insert(pool[0]);
+      input.containers_with_foreign_objects[pool[0]] = "";
     std::sort(input.inventory.entries.begin(), input.inventory.entries.end(),
               [](const auto& a, const auto& b) { return a.key() < b.key(); });
 
