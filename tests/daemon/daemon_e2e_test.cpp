@@ -223,7 +223,7 @@ bool has_metric(Daemon& daemon, const std::string& line) {
 
 }  // namespace
 
-TEST_CASE("leader election: of two daemons on one cluster only the leader writes; the other takes over when it dies") {
+TEST_CASE("leader election: of two daemons on one cluster only the leader writes, the other takes over when it dies") {
   Emulator emulator;
   const std::string election =
       "leader-election:\n  enabled: true\n  lease-name: kstate-e2e\n  lease-namespace: default\n"
@@ -314,7 +314,7 @@ TEST_CASE("a resync with nothing changed costs one read per (kind, namespace) pa
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
 }
 
-TEST_CASE("a manifest writable by others is refused with its name until fixed; cache files are private") {
+TEST_CASE("a manifest writable by others is refused with its name until fixed, and cache files are private") {
   Emulator emulator;
   Daemon daemon(emulator, "1s");
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));

@@ -28,7 +28,7 @@ unsigned mode_of(const fs::path& path) {
 
 }  // namespace
 
-TEST_CASE("manifest permissions: private files and folders pass; writable ones are refused by name") {
+TEST_CASE("manifest permissions: private files and folders pass, writable ones are refused by name") {
   TempDir dir("kstate-perm");
   const fs::path root = dir.path() / "manifests";
   const fs::path file = root / "apps" / "web.yaml";
