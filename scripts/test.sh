@@ -1,16 +1,37 @@
 #!/usr/bin/env bash
 # Builds kstate and runs the whole test suite: the README's test command and what
-# .ci/run executes. Usage: scripts/test.sh [preset]   (default | debug | asan)
-# Then every libFuzzer target runs for KSTATE_FUZZ_SECONDS (default 15; 0 skips) in
-# build/fuzz, when clang with libFuzzer is installed (scripts/fuzz.sh runs them longer).
+# .ci/run executes.
+#   scripts/test.sh            everything CI runs: the default preset (build + CTest),
+#                              the same suite under ASan + UBSan (asan preset), then
+#                              every libFuzzer target for a bounded time
+#   scripts/test.sh PRESET     one preset only (default | debug | asan), no fuzzing
+# Environment: KSTATE_ASAN=0 skips the sanitizer pass; KSTATE_FUZZ_SECONDS (default
+# 15 per target, 0 skips) bounds the fuzzing, which runs in build/fuzz when clang with
+# libFuzzer is installed (scripts/fuzz.sh runs the targets longer on demand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-preset="${1:-default}"
 scripts/install-deps.sh
 scripts/format.sh --check
-cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset"
-ctest --preset "$preset"
+
+run_preset() {
+  local preset=$1 start=$SECONDS
+  echo "== preset $preset: configure, build, test"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset"
+  ctest --preset "$preset"
+  echo "== preset $preset: done in $((SECONDS - start)) s"
+}
+
+if (($# > 0)); then
+  run_preset "$1"
+  exit 0
+fi
+run_preset default
+if [[ ${KSTATE_ASAN:-1} != 0 ]]; then
+  run_preset asan
+fi
 if [[ ${KSTATE_FUZZ_SECONDS:-15} != 0 ]]; then
+  start=$SECONDS
   KSTATE_FUZZ_IF_AVAILABLE=1 scripts/fuzz.sh "${KSTATE_FUZZ_SECONDS:-15}"
+  echo "== fuzzing: done in $((SECONDS - start)) s"
 fi
