@@ -689,6 +689,15 @@ TEST_CASE(
     held = held || note.starts_with("prune held back");
   }
   CHECK(held);
+  // Backoff is capped: every state that failed gave up within its retry budget
+  // (50+100+200+400 ms of pauses), well before the server came back.
+  double longest_failed_ms = 0;
+  for (const auto& result : crashed.results) {
+    if (result.result == std::optional<bool>(false)) {
+      longest_failed_ms = std::max(longest_failed_ms, result.duration_ms);
+    }
+  }
+  CHECK(longest_failed_ms < static_cast<double>(outage.count()));
   CHECK(deletes_before_crash == 0);
   CHECK(count_log(emulator, "/").deletes == 0);
   for (int i = 0; i < 20; ++i) {
@@ -734,7 +743,8 @@ TEST_CASE(
   CHECK(pending.empty());
   std::cerr << "crash mid-apply: 500 objects (400 named, 100 generateName), server killed after "
             << written_before_crash << " writes and down " << outage.count() << " ms; failed cycle "
-            << crash_cycle_seconds << " s with " << crashed.failed() << " failed states, " << crash_retries
+            << crash_cycle_seconds << " s with " << crashed.failed() << " failed states (longest " << longest_failed_ms
+            << " ms), " << crash_retries
             << " client retries (backoff 50 ms doubling, capped at 400 ms, 4 retries), 0 deletes; next cycle "
             << converge_seconds << " s: " << named.size() << " named + " << generated_by_index.size()
             << " generated objects, " << doubled << " duplicates, " << 20 - old_left << " old objects pruned\n";
