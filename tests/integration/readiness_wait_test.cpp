@@ -600,3 +600,54 @@ TEST_CASE("wait: a dropped watch is resumed, and one whose history was compacted
   // Reads of the Deployment: the prefetch, the "controller"'s, and the one after the 410.
   CHECK(harness.emulator.count_requests("GET", deployment_path) == 3);
 }
+
+TEST_CASE("wait: a custom resource is ready when its Ready condition is True for the current generation") {
+  Harness harness;
+  // A custom resource whose controller reports a Ready condition for a generation.
+  auto crd = harness.emulator.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", R"({
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+      "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
+      "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})");
+  REQUIRE(crd.status == 201);
+  const std::string path = "/apis/example.com/v1/namespaces/default/gadgets/g1";
+  // The emulator establishes a CRD right after it is created, not within the request.
+  for (int i = 0; i < 200 && harness.emulator.request("GET", "/apis/example.com/v1/gadgets").status != 200; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  REQUIRE(harness.emulator
+              .request("POST", "/apis/example.com/v1/namespaces/default/gadgets",
+                       R"({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g1"},
+                           "spec": {"size": 1}})")
+              .status == 201);
+  harness.report_status(path, R"({"conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]})");
+  const std::string text = R"(gadget:
+  object_present:
+    wait: WAIT
+    manifest: {apiVersion: example.com/v1, kind: Gadget, metadata: {name: g1, namespace: default}, spec: {size: 2}}
+)";
+  auto with = [&](const std::string& wait) {
+    std::string out = text;
+    out.replace(out.find("WAIT"), 4, wait);
+    return out;
+  };
+  SECTION("the controller has not caught up with the new generation when the wait runs out") {
+    auto report = harness.run(with("{attempts: 2, sleep: 1}"), harness.options());
+    CHECK(report.results[0].result == std::optional<bool>(false));
+    CHECK(report.results[0].comment ==
+          "timed out after 2 checks waiting for Gadget/default/g1 to be ready: Ready condition is for generation 1, "
+          "not the current 2");
+  }
+  SECTION("the controller reports Ready for the new generation") {
+    harness.on_sleep = [&](std::size_t) {
+      harness.report_status(
+          path, R"({"conditions": [{"type": "Ready", "status": "True", "observedGeneration": GENERATION}]})");
+    };
+    auto report = harness.run(with("true"), harness.options());
+    INFO(report.results[0].comment);
+    CHECK(report.results[0].result == std::optional<bool>(true));
+    CHECK(harness.sleeps.size() == 1);
+  }
+}
