@@ -190,12 +190,22 @@ stop_emulator
 
 # ---- Raw-HTTP lower bound for the creates ----------------------------------------------
 if [[ -x "$load_tool" ]]; then
-  raw=()
+  # Two bounds: the same corpus objects POSTed to their collections (Namespaces first,
+  # CRD pre-created as for every tool: the fair bound the issue asks for), and as many
+  # small ConfigMaps (the emulator's cheapest create).
+  raw=() raw_corpus=()
+  seconds_of() { awk -v line="$1" '$1 == line {for (i = 1; i <= NF; i++) if ($i == "s,") print int($(i-1) * 1000)}' "$work/load.out"; }
   for ((run = 0; run < runs; run++)); do
     start_emulator
+    precreate_crd "$corpus"
+    "$load_tool" --kubeconfig "$kc" --corpus "$corpus" --connections 4 >"$work/load.out"
+    raw_corpus+=("$(seconds_of CORPUS)")
+    start_emulator
     "$load_tool" --kubeconfig "$kc" --requests "$objects" --connections 4 >"$work/load.out"
-    raw+=("$(awk '/^CREATE/ {for (i = 1; i <= NF; i++) if ($i == "s,") print int($(i-1) * 1000)}' "$work/load.out")")
+    raw+=("$(seconds_of CREATE)")
   done
+  report "1.raw-http-corpus-creates" "$(median "${raw_corpus[@]}")" ms \
+    "kstate-emulator-load --kubeconfig KC --corpus DIR --connections 4   (the corpus objects POSTed, fresh emulator, CRD pre-created)"
   report "1.raw-http-creates" "$(median "${raw[@]}")" ms \
     "kstate-emulator-load --kubeconfig KC --requests $objects --connections 4   (CREATE line: $objects ConfigMap POSTs)"
   stop_emulator
@@ -371,7 +381,8 @@ if [[ $have_kubectl == 1 ]]; then
 fi
 if [[ -n "${figure[1.raw-http-creates]:-}" ]]; then
   for k in kstate kstate-unthrottled; do
-    echo "  cold apply ($k):    kstate / raw-HTTP lower bound $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-creates]}")x   (target <= 1.5x)"
+    echo "  cold apply ($k):    kstate / raw-HTTP bound, same objects $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-corpus-creates]}")x   (target <= 1.5x);" \
+      "/ ConfigMap POSTs $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-creates]}")x"
   done
 fi
 echo "  re-apply requests (kstate): ${figure[2.reapply-requests.kstate]}   (target: <= one per (kind, namespace) pair = $((8 * namespaces + 2)) here: 8 namespaced kinds x namespaces + Namespace + CRD, discovery cached)"

@@ -2,10 +2,15 @@
 // answers, for GET of one object and for creates, over keep-alive HTTPS
 // connections (one thread each). Used to fill bench/RESULTS.md:
 //   kstate-emulator-load --kubeconfig FILE [--requests 20000] [--connections 4]
+// With --corpus DIR it instead POSTs every object of a manifest directory (the bench
+// corpus) to its collection, Namespaces first, then the rest spread over the
+// connections: the raw-HTTP lower bound for a cold apply of those same objects
+// (bench/run.sh). CustomResourceDefinitions are skipped (the bench creates them first).
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -13,11 +18,17 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cctype>
 #include <chrono>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <thread>
 #include <utility>  // Boost 1.74's awaitable.hpp needs std::exchange declared first.
 #include <vector>
+
+#include "core/json.hpp"
+#include "manifests/loader.hpp"
 
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
@@ -108,6 +119,88 @@ double run(const Target& target, int requests, int connections,
   return elapsed.count();
 }
 
+// One object of the corpus: the collection it is POSTed to and its JSON body.
+struct Create {
+  std::string collection;
+  std::string body;
+};
+
+// The collection path of an object, from its apiVersion and kind. The plural is the
+// lower-cased kind + "s", which holds for every kind kstate-bench-corpus writes.
+std::string collection_of(const kstate::json::Value& object) {
+  std::string api_version{kstate::json::get_string(object, "apiVersion").value_or("v1")};
+  std::string kind{kstate::json::get_string(object, "kind").value_or("")};
+  std::string plural;
+  for (char c : kind) {
+    plural += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  plural += "s";
+  std::string path = api_version.find('/') == std::string::npos ? "/api/" + api_version : "/apis/" + api_version;
+  const auto* metadata = kstate::json::find(object, "metadata");
+  auto namespace_name = metadata != nullptr ? kstate::json::get_string(*metadata, "namespace") : std::nullopt;
+  if (namespace_name && !namespace_name->empty()) {
+    path += "/namespaces/" + std::string(*namespace_name);
+  }
+  return path + "/" + plural;
+}
+
+// POSTs `creates` spread round-robin over `connections`; returns the seconds taken.
+double post_all(const Target& target, const std::vector<Create>& creates, int connections, int& failures) {
+  if (creates.empty()) {
+    return 0.0;
+  }
+  connections = std::max(1, std::min<int>(connections, static_cast<int>(creates.size())));
+  std::atomic<int> failed{0};
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < connections; ++c) {
+    int count = static_cast<int>((creates.size() - static_cast<size_t>(c) + static_cast<size_t>(connections) - 1) /
+                                 static_cast<size_t>(connections));
+    threads.emplace_back([&, c, count] {
+      failed += drive(target, count, [&](int i) {
+        const Create& create = creates[static_cast<size_t>(c + i * connections)];
+        http::request<http::string_body> request{http::verb::post, create.collection, 11};
+        request.set(http::field::content_type, "application/json");
+        request.body() = create.body;
+        return request;
+      });
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  failures += failed;
+  std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return elapsed.count();
+}
+
+// --corpus: Namespaces first (the objects in them need them), then everything else.
+int run_corpus(const Target& target, const std::string& directory, int connections) {
+  auto loaded = kstate::manifests::load_paths({directory});
+  if (!loaded.ok()) {
+    std::cerr << loaded.error_text() << std::endl;
+    return 2;
+  }
+  std::vector<Create> namespaces;
+  std::vector<Create> objects;
+  for (const auto& state : loaded.states) {
+    std::string_view kind = kstate::json::get_string(state.object, "kind").value_or("");
+    if (kind == "CustomResourceDefinition") {
+      continue;
+    }
+    Create create{collection_of(state.object), kstate::json::dump(state.object)};
+    (kind == "Namespace" ? namespaces : objects).push_back(std::move(create));
+  }
+  int failures = 0;
+  double seconds = post_all(target, namespaces, connections, failures);
+  seconds += post_all(target, objects, connections, failures);
+  size_t total = namespaces.size() + objects.size();
+  std::cout << "CORPUS " << total << " requests (" << namespaces.size() << " Namespaces first), " << connections
+            << " connections: " << seconds << " s, " << static_cast<long>(static_cast<double>(total) / seconds)
+            << " req/s, " << failures << " failures" << std::endl;
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,8 +213,14 @@ int main(int argc, char** argv) {
   app.add_option("--requests", requests, "requests per measurement");
   app.add_option("--connections", connections, "parallel keep-alive connections");
   app.add_option("--prefix", prefix, "name prefix of the objects created");
+  std::string corpus;
+  app.add_option("--corpus", corpus,
+                 "instead: POST every object of this manifest directory to its collection (CRDs skipped)");
   CLI11_PARSE(app, argc, argv);
   Target target = read_kubeconfig(kubeconfig);
+  if (!corpus.empty()) {
+    return run_corpus(target, corpus, connections);
+  }
   const std::string collection = "/api/v1/namespaces/default/configmaps";
 
   int failures = 0;
