@@ -1,12 +1,12 @@
-// JSON -> YAML rendering on yaml-cpp's emitter with deterministic key order.
+// JSON -> block YAML rendering with deterministic key order (sorted keys), for diffs
+// and text reports.
 #include "states/yaml_render.hpp"
-
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <regex>
+#include <string>
 #include <vector>
 
 namespace kstate::states {
@@ -29,24 +29,81 @@ bool is_reserved_word(std::string_view text) {
          std::find(nulls.begin(), nulls.end(), text) != nulls.end();
 }
 
-void emit(YAML::Emitter& out, const json::Value& value) {
+// The emitter writes text directly: yaml-cpp's Emitter checked every plain string
+// character by character against its regular expressions, which made rendering the
+// diffs of a 1,000-object apply a third of kstate's CPU time. The layout is the one
+// yaml-cpp produced with indent 2 and block style (tests/states/diff_test.cpp).
+void write_double_quoted(std::string& out, std::string_view text) {
+  out += '"';
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          static constexpr char hex[] = "0123456789abcdef";
+          out += "\\x";
+          out += hex[u >> 4];
+          out += hex[u & 0xf];
+        } else {
+          out += c;  // UTF-8 passes through, as yaml-cpp wrote it
+        }
+    }
+  }
+  out += '"';
+}
+
+void write_key(std::string& out, std::string_view key) {
+  if (needs_quotes(key)) {
+    write_double_quoted(out, key);
+  } else {
+    out += key;
+  }
+}
+
+bool is_block(const json::Value& value) {
+  return (value.IsObject() && value.MemberCount() > 0) || (value.IsArray() && !value.Empty());
+}
+
+// Writes `value` whose first line continues the current line (after "key:" or "- ");
+// `indent` is the column of the lines that follow it.
+void emit(std::string& out, const json::Value& value, std::size_t indent);
+
+void emit_scalar(std::string& out, const json::Value& value, std::size_t indent) {
   switch (value.GetType()) {
     case rapidjson::kNullType:
-      out << YAML::Null;
+      out += '~';
       break;
     case rapidjson::kFalseType:
-      out << false;
+      out += "false";
       break;
     case rapidjson::kTrueType:
-      out << true;
+      out += "true";
       break;
     case rapidjson::kNumberType:
       if (value.IsInt64()) {
-        out << value.GetInt64();
+        out += std::to_string(value.GetInt64());
       } else if (value.IsUint64()) {
-        out << value.GetUint64();
+        out += std::to_string(value.GetUint64());
       } else {
-        out << json::dump(value);  // RapidJSON prints the shortest round-trip form
+        out += json::dump(value);  // RapidJSON prints the shortest round-trip form
       }
       break;
     case rapidjson::kStringType: {
@@ -55,51 +112,83 @@ void emit(YAML::Emitter& out, const json::Value& value) {
       // block with the default "clip" chomping, which adds exactly that newline.
       if (text.size() > 1 && text.back() == '\n' && text.find_first_of("\t\r") == std::string_view::npos &&
           text[text.size() - 2] != '\n' && std::isspace(static_cast<unsigned char>(text.front())) == 0) {
-        out << YAML::Literal << std::string(text.substr(0, text.size() - 1));
+        out += '|';
+        bool line_start = true;
+        for (char c : text.substr(0, text.size() - 1)) {
+          if (line_start) {
+            out += '\n';
+            if (c != '\n') {
+              out.append(std::max<std::size_t>(indent, 2), ' ');  // empty lines get no trailing spaces
+            }
+          }
+          line_start = c == '\n';
+          if (!line_start) {
+            out += c;
+          }
+        }
       } else if (needs_quotes(text)) {
-        out << YAML::DoubleQuoted << std::string(text);
+        write_double_quoted(out, text);
       } else {
-        out << std::string(text);
+        out += text;
       }
       break;
     }
     case rapidjson::kArrayType:
-      if (value.Empty()) {
-        out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
-        break;
-      }
-      out << YAML::BeginSeq;
-      for (const auto& item : value.GetArray()) {
-        emit(out, item);
-      }
-      out << YAML::EndSeq;
+      out += "[]";
       break;
-    case rapidjson::kObjectType: {
-      if (value.MemberCount() == 0) {
-        out << YAML::Flow << YAML::BeginMap << YAML::EndMap;
-        break;
-      }
-      std::vector<const json::Value::Member*> members;
-      members.reserve(value.MemberCount());
-      for (const auto& member : value.GetObject()) {
-        members.push_back(&member);
-      }
-      std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {
-        return std::string_view(a->name.GetString(), a->name.GetStringLength()) <
-               std::string_view(b->name.GetString(), b->name.GetStringLength());
-      });
-      out << YAML::BeginMap;
-      for (const auto* member : members) {
-        std::string_view key(member->name.GetString(), member->name.GetStringLength());
-        out << YAML::Key;
-        if (needs_quotes(key)) {
-          out << YAML::DoubleQuoted;
-        }
-        out << std::string(key) << YAML::Value;
-        emit(out, member->value);
-      }
-      out << YAML::EndMap;
+    case rapidjson::kObjectType:
+      out += "{}";
       break;
+  }
+}
+
+void emit(std::string& out, const json::Value& value, std::size_t indent) {
+  if (!is_block(value)) {
+    emit_scalar(out, value, indent);
+    return;
+  }
+  bool first = true;
+  // Every entry after the first starts a new line at `indent`.
+  auto start_entry = [&] {
+    if (!first) {
+      out += '\n';
+      out.append(indent, ' ');
+    }
+    first = false;
+  };
+  if (value.IsArray()) {
+    for (const auto& item : value.GetArray()) {
+      start_entry();
+      if (item.IsArray() && !item.Empty()) {
+        out += "-\n";  // a sequence in a sequence starts on its own line
+        out.append(indent + 2, ' ');
+      } else {
+        out += "- ";
+      }
+      emit(out, item, indent + 2);
+    }
+    return;
+  }
+  std::vector<const json::Value::Member*> members;
+  members.reserve(value.MemberCount());
+  for (const auto& member : value.GetObject()) {
+    members.push_back(&member);
+  }
+  std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {
+    return std::string_view(a->name.GetString(), a->name.GetStringLength()) <
+           std::string_view(b->name.GetString(), b->name.GetStringLength());
+  });
+  for (const auto* member : members) {
+    start_entry();
+    write_key(out, std::string_view(member->name.GetString(), member->name.GetStringLength()));
+    out += ':';
+    if (is_block(member->value)) {
+      out += '\n';
+      out.append(indent + 2, ' ');
+      emit(out, member->value, indent + 2);
+    } else {
+      out += ' ';
+      emit_scalar(out, member->value, indent + 2);
     }
   }
 }
@@ -128,12 +217,8 @@ bool needs_quotes(std::string_view text) {
 }
 
 std::string to_yaml(const json::Value& value) {
-  YAML::Emitter out;
-  out.SetIndent(2);
-  out.SetSeqFormat(YAML::Block);
-  out.SetMapFormat(YAML::Block);
-  emit(out, value);
-  std::string text = out.c_str();
+  std::string text;
+  emit(text, value, 0);
   if (!text.empty() && text.back() != '\n') {
     text.push_back('\n');
   }
