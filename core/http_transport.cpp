@@ -43,6 +43,7 @@ struct Connection {
   beast::flat_buffer buffer;
   std::string identity;  // which client certificate it was opened with
   SteadyClock::time_point idle_since{};
+  bool session_offered = false;  // its TLS session was kept for later connections to resume
 
   beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
   // A pooled connection the server closed (or wrote to) while idle is useless.
@@ -260,8 +261,16 @@ class HttpTransport final : public Transport {
           co_return Error(ErrorKind::tls, "cannot verify the server name " + name);
         }
       }
+      // Resuming the last session skips the certificate signature and chain
+      // verification: a cold apply opens up to --concurrency connections at once,
+      // each a full handshake otherwise. The server falls back to a full handshake
+      // when it does not accept the ticket.
+      if (session_ && session_identity_ == connection->identity) {
+        SSL_set_session(handle, session_.get());
+      }
       co_await connection->tls->async_handshake(ssl::stream_base::client, asio::redirect_error(use_awaitable, ec));
       if (ec) {
+        session_.reset();
         co_return connection_error(ErrorKind::tls, "TLS handshake with " + config_.server, ec);
       }
     }
@@ -330,8 +339,24 @@ class HttpTransport final : public Transport {
 
   void give_back(std::unique_ptr<Connection> connection) {
     connection->idle_since = now();
+    keep_session(*connection);
     if (idle_.size() < options_.max_idle_connections) {
       idle_.push_back(std::move(connection));
+    }
+  }
+
+  // Keeps the TLS session of a connection that completed a request (with TLS 1.3 the
+  // server's session ticket only arrives with the first response) for the next
+  // connections to resume; the newest one wins.
+  void keep_session(Connection& connection) {
+    if (!connection.tls || connection.session_offered) {
+      return;
+    }
+    connection.session_offered = true;
+    std::shared_ptr<SSL_SESSION> session(SSL_get1_session(connection.tls->native_handle()), SSL_SESSION_free);
+    if (session && SSL_SESSION_is_resumable(session.get()) == 1) {
+      session_ = std::move(session);
+      session_identity_ = connection.identity;
     }
   }
 
@@ -621,6 +646,8 @@ class HttpTransport final : public Transport {
   TokenBucket bucket_;
   std::shared_ptr<ssl::context> context_;
   std::string context_identity_;
+  std::shared_ptr<SSL_SESSION> session_;  // the TLS session new connections resume
+  std::string session_identity_;          // the client certificate it was made with
   std::vector<std::unique_ptr<Connection>> idle_;
   TransportStats stats_;
   AsyncSemaphore credential_lock_{1};

@@ -17,6 +17,11 @@ bool looks_numeric(std::string_view text) {
   // infinities: anything a YAML 1.1 or 1.2 reader might take as a number.
   static const std::regex number(
       R"(^[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$|^[-+]?0[xXoObB][0-9a-fA-F_]+$|^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$)");
+  // Every form above starts with a sign, a digit or a dot: most strings are ruled out
+  // without running the regex (std::regex is slow, and every scalar and key gets here).
+  if (text.empty() || std::string_view("+-.0123456789").find(text.front()) == std::string_view::npos) {
+    return false;
+  }
   return std::regex_match(text.begin(), text.end(), number);
 }
 
