@@ -99,6 +99,11 @@ StateResult prune_result(const InventoryEntry& entry) {
   return result;
 }
 
+// Pending entries of generateName states are named "<marker><prefix>" (':' cannot
+// occur in an object name); the engine labels the objects such states create.
+constexpr std::string_view generate_name_marker = "generateName:";
+constexpr std::string_view state_id_label_key = "kstate.io/state-id";
+
 std::string label_of(const json::Value& object, const std::string& key) {
   return std::string(json::string_or(json::find_path(object, {"metadata", "labels", key}), ""));
 }
@@ -293,6 +298,14 @@ asio::awaitable<std::optional<InventoryEntry>> declared_entry(KindResolver& reso
   entry.name = std::string(json::string_or(json::find_path(state.object, {"metadata", "name"}), ""));
   entry.ns = std::string(json::string_or(json::find_path(state.object, {"metadata", "namespace"}), ""));
   entry.source = state.source.file;
+  if (entry.name.empty()) {
+    // A generateName object's name is only known once created: recorded under its
+    // prefix, and found again by the prefix and the engine's state-ID label.
+    std::string prefix = std::string(json::string_or(json::find_path(state.object, {"metadata", "generateName"}), ""));
+    if (!prefix.empty()) {
+      entry.name = std::string(generate_name_marker) + prefix;
+    }
+  }
   if (entry.name.empty() || entry.kind.empty()) {
     co_return std::nullopt;
   }
@@ -348,6 +361,28 @@ asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resol
       }
     }
     for (InventoryEntry& entry : entries) {
+      if (entry.name.starts_with(generate_name_marker)) {
+        // Every object this state may have created: the prefix, kstate's labels, the
+        // state-ID label the engine puts on generateName objects, not recorded yet.
+        const std::string prefix = entry.name.substr(generate_name_marker.size());
+        for (const auto& [name, item] : by_name) {
+          ObjectKey key{entry.group, entry.kind, ns, name};
+          if (name.starts_with(prefix) && !label_of(*item, std::string(state_id_label_key)).empty() &&
+              label_of(*item, std::string(managed_by_label)) == managed_by_value && inventory.find(key) == nullptr &&
+              declared.count(key) == 0) {
+            InventoryEntry created = entry;
+            created.ns = ns;
+            created.name = name;
+            created.uid = std::string(json::string_or(json::find_path(*item, {"metadata", "uid"}), ""));
+            if (!created.uid.empty()) {
+              spdlog::info("recorded {} in the inventory: an interrupted cycle created it without recording it",
+                           key.to_string());
+              recovered.push_back(std::move(created));
+            }
+          }
+        }
+        continue;
+      }
       auto found = by_name.find(entry.name);
       if (found != by_name.end() && label_of(*found->second, std::string(managed_by_label)) == managed_by_value) {
         entry.ns = ns;

@@ -304,6 +304,15 @@ TEST_CASE("objects created by a kstate apply killed before it recorded them are 
     objects += (i == 0 ? "" : "---\n") + config_map("default", "batch-" + std::to_string(i));
   }
   cluster.write("batch.yaml", objects);
+  // generateName objects too (their names are only known once created); this file
+  // sorts first, so they are all created before the kill.
+  std::string generated;
+  for (int i = 0; i < 20; ++i) {
+    generated += "generated-" + std::to_string(i) +
+                 ":\n  object_present:\n    manifest:\n      apiVersion: v1\n      kind: ConfigMap\n"
+                 "      metadata: {generateName: gen-, namespace: default}\n";
+  }
+  cluster.write("a-generated.yaml", generated);
   // Slow requests, one at a time: the run is killed after some objects exist, before
   // the inventory is written at its end.
   cluster.emulator.set_faults(R"({"latencyMs":20})");
@@ -323,22 +332,25 @@ TEST_CASE("objects created by a kstate apply killed before it recorded them are 
   auto listed = [&] {
     auto items =
         cluster.get("/api/v1/namespaces/default/configmaps?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dkstate");
-    int count = 0;
+    std::pair<int, int> count;  // named, generated
     for (const auto& item : json::find(items, "items")->GetArray()) {
-      count += string_field(item, {"metadata", "name"}).starts_with("batch-") ? 1 : 0;
+      count.first += string_field(item, {"metadata", "name"}).starts_with("batch-") ? 1 : 0;
+      count.second += string_field(item, {"metadata", "name"}).starts_with("gen-") ? 1 : 0;
     }
     return count;
   };
-  const int orphans = listed();
+  const auto [orphans, generated_orphans] = listed();
   REQUIRE(orphans >= 10);
   REQUIRE(orphans < 200);  // the run really died half-way
+  REQUIRE(generated_orphans == 20);
   // Not recorded with a UID yet: only as pending.
   CHECK(cluster.inventory().empty());
 
   cluster.erase("batch.yaml");
+  cluster.erase("a-generated.yaml");
   cluster.write("other.yaml", config_map("default", "other"));
   auto pruned = cluster.apply({"--prune"});
   CHECK(pruned.exit_code == 0);
-  CHECK(listed() == 0);
+  CHECK(listed() == std::make_pair(0, 0));
   CHECK(cluster.inventory() == std::set<std::string>{"ConfigMap/default/other"});
 }
