@@ -166,7 +166,11 @@ TEST_CASE("daemon soak: files changing and resyncs for KSTATE_SOAK_SECONDS, no R
             << "  open fds: first quarter median " << fds_start << ", last quarter median " << fds_end << ", max "
             << fds_max << " (tolerance +" << fd_tolerance << ")\n";
   CHECK(converged);
+#ifndef KSTATE_SANITIZED
+  // Under ASan freed memory sits in the allocator's quarantine (up to 256 MB), so RSS
+  // grows by design there; LeakSanitizer checks the same run for leaks instead.
   CHECK(rss_end - rss_start <= static_cast<double>(rss_tolerance_kb));
+#endif
   CHECK(fds_end - fds_start <= static_cast<double>(fd_tolerance));
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
 }

@@ -613,8 +613,9 @@ TEST_CASE("wait: a custom resource is ready when its Ready condition is True for
         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})");
   REQUIRE(crd.status == 201);
   const std::string path = "/apis/example.com/v1/namespaces/default/gadgets/g1";
-  // The emulator establishes a CRD right after it is created, not within the request.
-  for (int i = 0; i < 200 && harness.emulator.request("GET", "/apis/example.com/v1/gadgets").status != 200; ++i) {
+  // The emulator establishes a CRD right after it is created, not within the request;
+  // up to 10 s, as a loaded 2-core machine took more than the 1 s this waited before.
+  for (int i = 0; i < 2000 && harness.emulator.request("GET", "/apis/example.com/v1/gadgets").status != 200; ++i) {
     std::this_thread::sleep_for(milliseconds(5));
   }
   REQUIRE(harness.emulator
