@@ -5,7 +5,8 @@
 // With --corpus DIR it instead POSTs every object of a manifest directory (the bench
 // corpus) to its collection, Namespaces first, then the rest spread over the
 // connections: the raw-HTTP lower bound for a cold apply of those same objects
-// (bench/run.sh). CustomResourceDefinitions are skipped (the bench creates them first).
+// (bench/run.sh); --apply sends them as server-side apply PATCHes, as kstate does.
+// CustomResourceDefinitions are skipped (the bench creates them first).
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
@@ -122,6 +123,7 @@ double run(const Target& target, int requests, int connections,
 // One object of the corpus: the collection it is POSTed to and its JSON body.
 struct Create {
   std::string collection;
+  std::string name;
   std::string body;
 };
 
@@ -145,7 +147,9 @@ std::string collection_of(const kstate::json::Value& object) {
 }
 
 // POSTs `creates` spread round-robin over `connections`; returns the seconds taken.
-double post_all(const Target& target, const std::vector<Create>& creates, int connections, int& failures) {
+// With `apply`, each object is a server-side apply PATCH to its own path instead (what
+// `kstate apply` sends), with kstate's field manager and force.
+double post_all(const Target& target, const std::vector<Create>& creates, int connections, bool apply, int& failures) {
   if (creates.empty()) {
     return 0.0;
   }
@@ -161,6 +165,11 @@ double post_all(const Target& target, const std::vector<Create>& creates, int co
         const Create& create = creates[static_cast<size_t>(c + i * connections)];
         http::request<http::string_body> request{http::verb::post, create.collection, 11};
         request.set(http::field::content_type, "application/json");
+        if (apply) {
+          request.method(http::verb::patch);
+          request.target(create.collection + "/" + create.name + "?fieldManager=kstate&force=true");
+          request.set(http::field::content_type, "application/apply-patch+yaml");
+        }
         request.body() = create.body;
         return request;
       });
@@ -175,7 +184,7 @@ double post_all(const Target& target, const std::vector<Create>& creates, int co
 }
 
 // --corpus: Namespaces first (the objects in them need them), then everything else.
-int run_corpus(const Target& target, const std::string& directory, int connections) {
+int run_corpus(const Target& target, const std::string& directory, int connections, bool apply) {
   auto loaded = kstate::manifests::load_paths({directory});
   if (!loaded.ok()) {
     std::cerr << loaded.error_text() << std::endl;
@@ -188,16 +197,19 @@ int run_corpus(const Target& target, const std::string& directory, int connectio
     if (kind == "CustomResourceDefinition") {
       continue;
     }
-    Create create{collection_of(state.object), kstate::json::dump(state.object)};
+    const auto* metadata = kstate::json::find(state.object, "metadata");
+    std::string name{metadata != nullptr ? kstate::json::get_string(*metadata, "name").value_or("") : ""};
+    Create create{collection_of(state.object), name, kstate::json::dump(state.object)};
     (kind == "Namespace" ? namespaces : objects).push_back(std::move(create));
   }
   int failures = 0;
-  double seconds = post_all(target, namespaces, connections, failures);
-  seconds += post_all(target, objects, connections, failures);
+  double seconds = post_all(target, namespaces, connections, apply, failures);
+  seconds += post_all(target, objects, connections, apply, failures);
   size_t total = namespaces.size() + objects.size();
-  std::cout << "CORPUS " << total << " requests (" << namespaces.size() << " Namespaces first), " << connections
-            << " connections: " << seconds << " s, " << static_cast<long>(static_cast<double>(total) / seconds)
-            << " req/s, " << failures << " failures" << std::endl;
+  std::cout << (apply ? "CORPUS-APPLY " : "CORPUS ") << total << " requests (" << namespaces.size()
+            << " Namespaces first), " << connections << " connections: " << seconds << " s, "
+            << static_cast<long>(static_cast<double>(total) / seconds) << " req/s, " << failures << " failures"
+            << std::endl;
   return failures == 0 ? 0 : 1;
 }
 
@@ -216,10 +228,12 @@ int main(int argc, char** argv) {
   std::string corpus;
   app.add_option("--corpus", corpus,
                  "instead: POST every object of this manifest directory to its collection (CRDs skipped)");
+  bool apply = false;
+  app.add_flag("--apply", apply, "with --corpus: server-side apply PATCHes (as kstate sends) instead of POSTs");
   CLI11_PARSE(app, argc, argv);
   Target target = read_kubeconfig(kubeconfig);
   if (!corpus.empty()) {
-    return run_corpus(target, corpus, connections);
+    return run_corpus(target, corpus, connections, apply);
   }
   const std::string collection = "/api/v1/namespaces/default/configmaps";
 
