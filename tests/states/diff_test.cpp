@@ -40,6 +40,20 @@ TEST_CASE("to_yaml sorts keys and quotes strings that would read back as other t
         "o: []\n");
 }
 
+// The layout yaml-cpp's emitter produced before to_yaml wrote the text itself: diffs
+// users already read (and compare across runs) must not change.
+TEST_CASE("to_yaml keeps the block layout of nested sequences, literal blocks and escapes") {
+  auto doc = parse(R"({"s":[[1,[2]],{"k":"v","e":[]},[{}],"a\nb\n"],"t":"x\n\ny\n",
+    "q":"say \"hi\"\t\\","c":"a\u0001b","u":"\u00fcber","w":{"x":{"y":"z"}}})");
+  CHECK(states::to_yaml(doc) ==
+        "c: \"a\\x01b\"\n"
+        "q: \"say \\\"hi\\\"\\t\\\\\"\n"
+        "s:\n  -\n    - 1\n    -\n      - 2\n  - e: []\n    k: v\n  -\n    - {}\n  - |\n    a\n    b\n"
+        "t: |\n  x\n\n  y\n"
+        "u: \u00fcber\n"
+        "w:\n  x:\n    \"y\": z\n");
+}
+
 TEST_CASE("needs_quotes is true for YAML 1.1 and 1.2 non-strings and indicators") {
   for (const char* s : {"y", "NO", "True", "off", "null", "~", "", "0777", "1e3", "-.inf", ".NaN", "1_000", "190:20:30",
                         "- x", "a: b", "#c", "*alias", " lead", "trail "}) {
