@@ -5,7 +5,9 @@
 #                              the same suite under ASan + UBSan (asan preset), then
 #                              every libFuzzer target for a bounded time
 #   scripts/test.sh PRESET     one preset only (default | debug | asan), no fuzzing
-# Environment: KSTATE_ASAN=0 skips the sanitizer pass; KSTATE_FUZZ_SECONDS (default
+# Environment: KSTATE_SOAK_SECONDS (default 120 here, 20 for a bare ctest) is how long
+# the daemon soak test runs in the default pass; KSTATE_ASAN=0 skips the sanitizer
+# pass (whose soak keeps 20 s); KSTATE_FUZZ_SECONDS (default
 # 15 per target, 0 skips) bounds the fuzzing, which runs in build/fuzz when clang with
 # libFuzzer is installed (scripts/fuzz.sh runs the targets longer on demand).
 set -euo pipefail
@@ -26,7 +28,7 @@ if (($# > 0)); then
   run_preset "$1"
   exit 0
 fi
-run_preset default
+KSTATE_SOAK_SECONDS=${KSTATE_SOAK_SECONDS:-120} run_preset default
 if [[ ${KSTATE_ASAN:-1} != 0 ]]; then
   run_preset asan
 fi
