@@ -145,8 +145,8 @@ ks_flags() { echo --kubeconfig "$kc" --cache-dir "$1"; }
 kubectl_k() { kubectl --kubeconfig "$kc" "$@"; }
 
 # ---- Scenarios 1 and 2: cold apply, then re-apply with nothing changed -----------------
-# kstate-unthrottled: the same with the client-side rate limiter (default --qps 50
-# --burst 100) out of the way, to show what the limiter costs.
+# kstate-unthrottled: the same with the client-side rate limiter (default --qps 500
+# --burst 2000) out of the way, to show what the limiter costs.
 unthrottled=(--qps 100000 --burst 100000)
 tools=(kstate kstate-unthrottled)
 [[ $have_kubectl == 1 ]] && tools+=(kubectl-csa kubectl-ssa)

@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <new>
 
 namespace kstate::json {
 
@@ -141,6 +143,74 @@ std::string dump_pretty(const Value& value) {
   writer.SetIndent(' ', 2);
   value.Accept(writer);
   return {buffer.GetString(), buffer.GetSize()};
+}
+
+PoolAllocator::~PoolAllocator() {
+  while (current_ != nullptr) {
+    Chunk* previous = current_->previous;
+    std::free(current_);
+    current_ = previous;
+  }
+}
+
+PoolAllocator::Chunk* PoolAllocator::new_chunk(std::size_t capacity, Chunk* previous) {
+  auto* chunk = static_cast<Chunk*>(std::malloc(sizeof(Chunk) + capacity));
+  if (chunk == nullptr) {
+    throw std::bad_alloc();
+  }
+  chunk->previous = previous;
+  chunk->capacity = capacity;
+  chunk->used = 0;
+  reserved_ += sizeof(Chunk) + capacity;
+  return chunk;
+}
+
+void* PoolAllocator::Malloc(std::size_t size) {
+  if (size == 0) {
+    return nullptr;
+  }
+  size = (size + 7) & ~std::size_t{7};  // RapidJSON stores pointers and doubles: 8-byte alignment
+  if (current_ != nullptr && current_->capacity - current_->used >= size) {
+    void* block = data(current_) + current_->used;
+    current_->used += size;
+    return block;
+  }
+  if (size > next_capacity_ && current_ != nullptr) {
+    // A large block (a long string, a big array) gets a chunk of its own, linked
+    // behind the current one so that the current chunk's free space is not lost.
+    Chunk* own = new_chunk(size, current_->previous);
+    own->used = size;
+    current_->previous = own;
+    return data(own);
+  }
+  current_ = new_chunk(std::max(size, next_capacity_), current_);
+  next_capacity_ = std::min(next_capacity_ * 2, largest_chunk_bytes);
+  current_->used = size;
+  return data(current_);
+}
+
+void* PoolAllocator::Realloc(void* original, std::size_t original_size, std::size_t new_size) {
+  if (original == nullptr) {
+    return Malloc(new_size);
+  }
+  if (new_size == 0) {
+    return nullptr;
+  }
+  original_size = (original_size + 7) & ~std::size_t{7};
+  new_size = (new_size + 7) & ~std::size_t{7};
+  if (original_size >= new_size) {
+    return original;
+  }
+  // The last block of the current chunk grows in place when there is room (RapidJSON
+  // grows arrays and objects this way while parsing).
+  if (current_ != nullptr && data(current_) + current_->used - original_size == original &&
+      current_->capacity - current_->used >= new_size - original_size) {
+    current_->used += new_size - original_size;
+    return original;
+  }
+  void* moved = Malloc(new_size);
+  std::memcpy(moved, original, original_size);
+  return moved;
 }
 
 Document copy(const Value& value) {

@@ -60,7 +60,7 @@ class Transport {
 
 struct TransportOptions {
   double qps = 500.0;  // --qps; <= 0: unlimited
-  int burst = 1000;    // --burst
+  int burst = 2000;    // --burst
   std::size_t max_in_flight = 32;
   std::chrono::milliseconds request_timeout{30'000};          // per attempt: connect + send + whole response
   std::chrono::milliseconds watch_idle_timeout{330'000};      // a watch with no byte for this long is dead
