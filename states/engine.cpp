@@ -82,6 +82,9 @@ std::string short_hash(std::string_view text) {
   return config_hash(json::Value(text.data(), text.size())).substr(0, 40);
 }
 
+// What a state sees of an object that does not exist.
+const json::Value absent_object;
+
 bool is_crd(const GroupVersionKind& gvk) {
   return gvk.group == "apiextensions.k8s.io" && gvk.kind == "CustomResourceDefinition";
 }
@@ -104,10 +107,14 @@ struct Engine::Impl {
     bool done = false;
     std::string uid;  // of the object as it exists after an object_present
   };
-  // Live objects of one (resource, namespace) pair, read once.
+  // Live objects of one (resource, namespace) pair, read once. The objects point into
+  // live_documents (a LIST answer is kept whole, not copied item by item).
   struct LiveSet {
-    bool fetched = false;
-    std::map<std::string, json::Document> objects;
+    enum class Phase { unread, reading, read };
+    Phase phase = Phase::unread;
+    std::map<std::string, const json::Value*, std::less<>> objects;
+    // States of the pair wait on it while its read is in flight; cancelled when it ends.
+    std::unique_ptr<asio::steady_timer> read_done;
   };
 
   DynamicClient& client;
@@ -115,11 +122,15 @@ struct Engine::Impl {
   const EngineOptions& options;
   std::vector<State>& states;
   std::vector<Slot> slots;
-  // The live objects of a run share one pool (declared before live_sets, so it
-  // outlives them): a document with its own allocator takes a 64 KiB chunk however
-  // small the object, which made a 10,000-object daemon peak at 230 MB.
+  // Objects the engine wrote or read one by one share one pool; LIST answers keep
+  // their own. Both are declared before live_sets, so they outlive the pointers into them.
   json::Allocator live_pool;
+  std::deque<json::Document> live_documents;  // a deque: growing it moves no document
   std::map<std::string, LiveSet> live_sets;
+  // The background read of every pair (Engine::run waits for it before returning).
+  std::vector<std::vector<std::size_t>> prefetch_work;  // the slots of each pair, by when they run
+  bool prefetch_running = false;
+  std::unique_ptr<asio::steady_timer> prefetch_done;
   // Test mode: Namespaces and CRD kinds that would only be created by this run.
   std::set<std::string> pending_namespaces;
   // "group/Kind" -> the CRD (as it would be created), whose schema validates its CRs locally.
@@ -222,75 +233,129 @@ struct Engine::Impl {
 
   // --- live objects -----------------------------------------------------------
 
-  // Reads the live objects of every (resource, namespace) pair the states touch:
-  // one GET when the pair holds a single named object, else one LIST.
-  asio::awaitable<void> prefetch() {
+  // Reads the live objects of every (resource, namespace) pair the states touch: one
+  // GET when the pair holds a single named object, else one LIST. The reads run in
+  // the background while the plan runs, the pairs of the states that run first read
+  // first, and a state waits only for its own pair: so the first writes go out while
+  // other pairs are still being read, instead of after every read.
+  // Called synchronously before the plan starts: marks every pair as being read, so
+  // that no state reads its object on its own meanwhile, and lists the reads to make.
+  void plan_prefetch(const Plan& plan) {
+    std::vector<std::size_t> position(slots.size(), slots.size());
+    for (std::size_t order = 0; order < plan.topological_order.size(); ++order) {
+      if (plan.topological_order[order] < slots.size()) {
+        position[plan.topological_order[order]] = order;
+      }
+    }
     std::map<std::string, std::vector<std::size_t>> pairs;
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i].selected && slots[i].resource && !slots[i].ref.name.empty()) {
         pairs[live_key(*slots[i].resource, slots[i].ref.ns)].push_back(i);
       }
     }
-    std::vector<std::pair<std::string, std::vector<std::size_t>>> work(pairs.begin(), pairs.end());
-    co_await for_each_bounded(work.size(), [&](std::size_t w) -> asio::awaitable<void> {
-      const auto& [key, members] = work[w];
+    auto& work = prefetch_work;
+    for (auto& [key, members] : pairs) {
+      live_sets[key].phase = LiveSet::Phase::reading;
+      work.push_back(std::move(members));
+    }
+    auto first_position = [&](const std::vector<std::size_t>& members) {
+      std::size_t first = slots.size();
+      for (std::size_t i : members) {
+        first = std::min(first, position[i]);
+      }
+      return first;
+    };
+    std::stable_sort(work.begin(), work.end(),
+                     [&](const auto& a, const auto& b) { return first_position(a) < first_position(b); });
+  }
+
+  asio::awaitable<void> prefetch() {
+    co_await for_each_bounded(prefetch_work.size(), [&](std::size_t w) -> asio::awaitable<void> {
+      const std::vector<std::size_t>& members = prefetch_work[w];
       const Slot& first = slots[members.front()];
-      LiveSet set;
+      const std::string key = live_key(*first.resource, first.ref.ns);
+      bool read_ok = false;
+      std::vector<std::pair<std::string, const json::Value*>> found;
       const ListOptions everything;
       if (members.size() == 1) {
         auto got = co_await read(first);
         if (got.ok()) {
-          set.objects.emplace(first.ref.name, std::move(got).value());
-          set.fetched = true;
+          live_documents.push_back(std::move(got).value());
+          found.emplace_back(first.ref.name, &live_documents.back());
+          read_ok = true;
         } else if (got.error().kind == ErrorKind::not_found) {
-          set.fetched = true;
+          read_ok = true;
         }
       } else {
         auto listed = co_await read_all(first, everything);
         if (listed.ok()) {
-          if (const json::Value* items = json::find(*listed, "items"); items != nullptr && items->IsArray()) {
-            for (auto& item : items->GetArray()) {
-              set.objects.emplace(string_at(item, {"metadata", "name"}), pooled_copy(item));
+          live_documents.push_back(std::move(listed).value());
+          const json::Value* items = json::find(live_documents.back(), "items");
+          if (items != nullptr && items->IsArray()) {
+            for (const auto& item : items->GetArray()) {
+              found.emplace_back(string_at(item, {"metadata", "name"}), &item);
             }
           }
-          set.fetched = true;
+          read_ok = true;
         }
       }
-      // A failed read is not fatal: the state reads its object itself and reports.
-      if (set.fetched) {
-        live_sets[key] = std::move(set);
+      LiveSet& set = live_sets[key];
+      // A failed read is not fatal: each state of the pair reads its object itself
+      // and reports. Objects remembered meanwhile (generateName look-ups) are newer
+      // than the LIST, so they are kept.
+      for (auto& [name, object] : found) {
+        set.objects.emplace(std::move(name), object);
+      }
+      set.phase = read_ok ? LiveSet::Phase::read : LiveSet::Phase::unread;
+      if (set.read_done) {
+        set.read_done->cancel();
       }
     });
   }
 
-  // The live object of a state: from the prefetched set, else one GET. Null document
-  // when it does not exist.
-  asio::awaitable<Result<json::Document>> live_object(std::size_t index, bool fresh = false) {
+  // The live object of a state: from its pair's read (waiting for it when in flight),
+  // else one GET. Points at a null value when the object does not exist. The object
+  // stays valid for the whole run (live documents are never freed before its end).
+  asio::awaitable<Result<const json::Value*>> live_object(std::size_t index, bool fresh = false) {
     Slot& slot = slots[index];
+    const std::string key = live_key(*slot.resource, slot.ref.ns);
     if (!fresh) {
-      auto it = live_sets.find(live_key(*slot.resource, slot.ref.ns));
-      if (it != live_sets.end() && it->second.fetched) {
+      auto it = live_sets.find(key);
+      if (it != live_sets.end() && it->second.phase == LiveSet::Phase::reading) {
+        LiveSet& set = it->second;
+        if (!set.read_done) {
+          set.read_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
+                                                               asio::steady_timer::time_point::max());
+        }
+        while (set.phase == LiveSet::Phase::reading) {
+          boost::system::error_code ignored;
+          co_await set.read_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+        }
+      }
+      if (it != live_sets.end() && it->second.phase == LiveSet::Phase::read) {
         auto object = it->second.objects.find(slot.ref.name);
-        co_return object == it->second.objects.end() ? json::Document() : json::copy(object->second);
+        co_return object == it->second.objects.end() ? &absent_object : object->second;
       }
     }
     auto got = co_await read(slot);
     if (!got.ok() && got.error().kind == ErrorKind::not_found) {
-      co_return json::Document();
+      co_return &absent_object;
     }
-    co_return got;
-  }
-
-  json::Document pooled_copy(const json::Value& object) {
-    json::Document copy(&live_pool);
-    copy.CopyFrom(object, live_pool);
-    return copy;
+    if (!got.ok()) {
+      co_return got.error();
+    }
+    live_documents.push_back(std::move(got).value());
+    const json::Value* object = &live_documents.back();
+    live_sets[key].objects[slot.ref.name] = object;
+    co_return object;
   }
 
   void remember_live(std::size_t index, const json::Value& object) {
     Slot& slot = slots[index];
-    auto& set = live_sets[live_key(*slot.resource, slot.ref.ns)];
-    set.objects[slot.ref.name] = pooled_copy(object);
+    json::Document copy(&live_pool);
+    copy.CopyFrom(object, live_pool);
+    live_documents.push_back(std::move(copy));
+    live_sets[live_key(*slot.resource, slot.ref.ns)].objects[slot.ref.name] = &live_documents.back();
   }
 
   // --- bounded parallelism ----------------------------------------------------
@@ -676,56 +741,56 @@ struct Engine::Impl {
         co_return;
       }
     }
-    json::Document live;
+    const json::Value* live = &absent_object;
     if (!slot.ref.name.empty()) {
       auto got = co_await live_object(index);
       if (!got.ok()) {
         fail(index, got.error().describe());
         co_return;
       }
-      live = std::move(got).value();
+      live = *got;
     }
     json::Document desired = desired_object(index);
-    if (!live.IsNull() && state.strategy == Strategy::create_only) {
+    if (!live->IsNull() && state.strategy == Strategy::create_only) {
       succeed(index, "already exists (create-only: never updated)");
       // Not written, so not recorded as applied; but a wait still means "until ready".
       if (!options.test_mode && (is_crd(slot.ref.gvk) || wants_wait(state.wait))) {
-        co_await wait_ready(index, live);
+        co_await wait_ready(index, *live);
       }
       co_return;
     }
-    if (!live.IsNull() && !options.adopt && !owned(live)) {
+    if (!live->IsNull() && !options.adopt && !owned(*live)) {
       fail(index, slot.ref.display() + " already exists and is not managed by kstate (it lacks the labels " +
                       owned_labels_text() +
                       "); it was left unchanged. To take it over (label it, and prune it once no manifest declares "
                       "it), set `adopt: true` in the daemon config or pass --adopt to kstate apply");
       co_return;
     }
-    if (!live.IsNull() && recorded_config_hash(live) == recorded_config_hash(desired) &&
-        is_subset(as_stored(desired), live)) {
+    if (!live->IsNull() && recorded_config_hash(*live) == recorded_config_hash(desired) &&
+        is_subset(as_stored(desired), *live)) {
       succeed(index, "already good");
-      co_await after_present(index, live);
+      co_await after_present(index, *live);
       co_return;
     }
     Result<json::Document> written = Error(ErrorKind::internal, "not sent");
-    if (live.IsNull() && (slot.ref.name.empty() || state.strategy != Strategy::apply)) {
+    if (live->IsNull() && (slot.ref.name.empty() || state.strategy != Strategy::apply)) {
       written = co_await create(slot, desired);
     } else if (state.strategy == Strategy::replace) {
-      written = co_await replace(index, desired, std::move(live));
+      written = co_await replace(index, desired, live);
       auto refreshed = co_await live_object(index);
-      live = refreshed.ok() ? std::move(refreshed).value() : json::Document();
+      live = refreshed.ok() ? *refreshed : &absent_object;
     } else {
       written = co_await apply_patch(index, desired);
     }
     if (!written.ok() && is_immutable_field_error(written.error())) {
-      co_await immutable(index, written.error(), live);
+      co_await immutable(index, written.error(), *live);
       co_return;
     }
     if (!written.ok()) {
       fail(index, written.error().describe());
       co_return;
     }
-    co_await report_write(index, live, *written);
+    co_await report_write(index, *live, *written);
   }
 
   // Server-side apply, retried on 409 Conflict (DESIGN.md "409 re-read and retry"):
@@ -772,14 +837,14 @@ struct Engine::Impl {
 
   // GET + PUT with the live resourceVersion, keeping server-allocated fields; on 409
   // re-read and retry (MetalK8s' replace behaviour).
-  asio::awaitable<Result<json::Document>> replace(std::size_t index, json::Document& desired, json::Document live) {
+  asio::awaitable<Result<json::Document>> replace(std::size_t index, json::Document& desired, const json::Value* live) {
     Slot& slot = slots[index];
     for (int attempt = 0;; ++attempt) {
       json::Document body = json::copy(desired);
       auto& allocator = body.GetAllocator();
       auto& metadata = json::ensure_object(body, "metadata", allocator);
-      json::set_string(metadata, "resourceVersion", resource_version(live), allocator);
-      keep_allocated_fields(body, live);
+      json::set_string(metadata, "resourceVersion", resource_version(*live), allocator);
+      keep_allocated_fields(body, *live);
       auto written = co_await put(slot, body);
       if (written.ok() || written.error().kind != ErrorKind::conflict || attempt + 1 >= replace_conflict_retries) {
         co_return written;
@@ -788,10 +853,10 @@ struct Engine::Impl {
       if (!fresh.ok()) {
         co_return fresh.error();
       }
-      if (fresh->IsNull()) {
+      if ((*fresh)->IsNull()) {
         co_return co_await create(slot, desired);
       }
-      live = std::move(fresh).value();
+      live = *fresh;
     }
   }
 
@@ -1096,7 +1161,7 @@ struct Engine::Impl {
       fail(index, got.error().describe());
       co_return;
     }
-    json::Document live = std::move(got).value();
+    const json::Value& live = **got;
     if (live.IsNull() && options.test_mode && pending_objects.count(slot.ref.display()) > 0) {
       would_update_created(index);
       co_return;
@@ -1164,7 +1229,8 @@ struct Engine::Impl {
       fail(index, got.error().describe());
       co_return;
     }
-    if (got->IsNull()) {
+    const json::Value& live = **got;
+    if (live.IsNull()) {
       succeed(index, "already absent");
       co_return;
     }
@@ -1181,13 +1247,13 @@ struct Engine::Impl {
       co_return;
     }
     if (!options.test_mode && state.wait.enabled) {
-      const std::string deleted_uid = string_at(*got, {"metadata", "uid"});
+      const std::string deleted_uid = string_at(live, {"metadata", "uid"});
       if (auto gone = co_await wait_gone(index, state.wait, deleted_uid); !gone.ok()) {
         fail(index, gone.error().message);
         co_return;
       }
     }
-    changed(index, "deleted", object_diff(*got, json::Value(), diff_label(slot.ref)));
+    changed(index, "deleted", object_diff(live, json::Value(), diff_label(slot.ref)));
   }
 
   // MetalK8s' wait until the object is gone: `attempts` checks `sleep` apart, or until
@@ -1230,8 +1296,22 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
       impl.fail(i, "not run: " + plan.error().message);
     }
   } else {
-    co_await impl.prefetch();
+    auto executor = co_await asio::this_coro::executor;
+    impl.plan_prefetch(*plan);
+    impl.prefetch_running = true;
+    impl.prefetch_done = std::make_unique<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+    asio::co_spawn(executor, impl.prefetch(), [&impl](std::exception_ptr failure) {
+      if (failure) {
+        spdlog::error("internal error while reading live objects");
+      }
+      impl.prefetch_running = false;
+      impl.prefetch_done->cancel();
+    });
     co_await impl.run_plan(*plan);
+    while (impl.prefetch_running) {  // its coroutine refers to impl
+      boost::system::error_code ignored;
+      co_await impl.prefetch_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
   }
   for (std::size_t i = 0; i < states.size(); ++i) {
     auto& slot = impl.slots[i];

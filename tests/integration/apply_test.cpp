@@ -1,7 +1,9 @@
 // End-to-end runs of `kstate apply` and `kstate test` against kstate-emulator:
 // what users see (reports, exit codes, objects in the cluster, requests sent).
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <regex>
+#include <thread>
 
 #include "core/json.hpp"
 #include "tests/support/emulator.hpp"
@@ -568,4 +570,45 @@ spec:
   CHECK(apply.exit_code == 2);
   CHECK_FALSE(cluster.get("/apis/example.com/v1/namespaces/default/widgets/good").IsNull());
   CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/bad").IsNull());
+}
+
+TEST_CASE("a kind whose LIST is slow holds back only its own states: the others are written meanwhile") {
+  Cluster cluster;
+  std::string objects;
+  for (int i = 0; i < 3; ++i) {
+    objects += "---\napiVersion: v1\nkind: Secret\nmetadata: {name: slow-" + std::to_string(i) +
+               ", namespace: default}\nstringData: {k: v}\n";
+    objects += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: quick-" + std::to_string(i) +
+               ", namespace: default}\ndata: {k: v}\n";
+  }
+  auto dir = cluster.work.path() / "manifests";
+  write_file(dir / "objects.yaml", objects);
+  // Every read of Secrets in `default` (the engine's one LIST of that pair) takes 3 s.
+  cluster.emulator.set_faults(R"({"latencyMs":3000,"method":"GET","pathPrefix":"/api/v1/namespaces/default/secrets"})");
+  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", dir.string(), "--kubeconfig",
+                                          cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                          (cluster.work.path() / "cache").string()});
+  auto started = std::chrono::steady_clock::now();
+  bool quick_written_while_running = false;
+  while (std::chrono::steady_clock::now() - started < std::chrono::milliseconds(2500)) {
+    if (!cluster.get("/api/v1/namespaces/default/configmaps/quick-2").IsNull()) {
+      quick_written_while_running = run.running();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  int exit_code = -1;
+  for (auto deadline = started + std::chrono::seconds(30); std::chrono::steady_clock::now() < deadline;) {
+    if (!run.running()) {
+      exit_code = run.stop(SIGTERM);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // The ConfigMaps did not wait for the Secrets' LIST (before, every pair was read
+  // before the first write, so one slow kind delayed them all).
+  CHECK(quick_written_while_running);
+  CHECK(exit_code == 0);
+  CHECK_FALSE(cluster.get("/api/v1/namespaces/default/secrets/slow-2").IsNull());
+  CHECK(std::chrono::steady_clock::now() - started >= std::chrono::seconds(3));
 }

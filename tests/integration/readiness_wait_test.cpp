@@ -6,6 +6,9 @@
 // that reports the rollout once the engine's watch request has arrived.
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
@@ -49,6 +52,10 @@ struct Harness {
   std::vector<milliseconds> sleeps;  // what the engine asked the injected sleep for
   // Called from the injected sleep, before it returns: the "controller" acting.
   std::function<void(std::size_t call)> on_sleep;
+  // Real time each injected sleep lets pass (0: none). A test that checks what other
+  // states do during a wait needs some: their requests take real time at the emulator,
+  // while an instant sleep could let the whole wait end before their first answer.
+  milliseconds real_pause{0};
 
   states::EngineOptions options() {
     states::EngineOptions engine;
@@ -58,7 +65,10 @@ struct Harness {
       if (on_sleep) {
         on_sleep(sleeps.size());
       }
-      co_return;
+      if (real_pause.count() > 0) {
+        boost::asio::steady_timer pause(co_await boost::asio::this_coro::executor, real_pause);
+        co_await pause.async_wait(boost::asio::use_awaitable);
+      }
     };
     return engine;
   }
@@ -400,6 +410,7 @@ TEST_CASE("wait: a watched wait that runs out says so with the last reason seen"
 
 TEST_CASE("wait: kstate.io/depends-on dependents start after the wait, independent states run during it") {
   Harness harness;
+  harness.real_pause = milliseconds(100);
   bool dependent_ran_early = false;
   bool independent_ran_during_wait = false;
   harness.on_sleep = [&](std::size_t call) {
