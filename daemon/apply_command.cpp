@@ -9,6 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <cstdlib>
+#include <future>
 #include <iostream>
 
 #include "core/dynamic_client.hpp"
@@ -53,10 +54,16 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
     return cli::exit_failed;
   }
 
-  manifests::LoadResult loaded = manifests::load_paths(invocation.paths);
-  for (const auto& error : loaded.errors) {
-    spdlog::error("{}", error.to_string());
-  }
+  // The manifests load on other threads while this one connects to the API server and
+  // reads the ApplySet parent: neither needs the other.
+  auto loading = std::async(std::launch::async, [&invocation] { return manifests::load_paths(invocation.paths); });
+  auto finish_loading = [&loading] {
+    manifests::LoadResult loaded = loading.get();
+    for (const auto& error : loaded.errors) {
+      spdlog::error("{}", error.to_string());
+    }
+    return loaded;
+  };
 
   boost::asio::io_context io;
   KubeconfigSources sources;
@@ -68,6 +75,7 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   transport.burst = common.burst;
   auto client = make_client(io.get_executor(), sources, transport);
   if (!client.ok()) {
+    finish_loading();
     err << name << ": " << client.error().message << "\n";
     return cli::exit_failed;
   }
@@ -87,11 +95,14 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   options.engine.adopt = common.adopt;
   options.prune = common.prune.value_or(false);  // `kstate apply` prunes only when asked
   options.allow_empty_prune = common.allow_empty_prune;
-  options.load_failed = !loaded.failed_files.empty();
-  options.manifests_empty = loaded.files.empty();
   options.kstate_version = build_info::version;
 
-  states::RunReport report = run_sync(io, states::reconcile(*(*client)->dynamic, resolver, loaded.states, options));
+  states::CycleStart start = run_sync(io, states::begin_cycle(*(*client)->dynamic, resolver, options));
+  manifests::LoadResult loaded = finish_loading();
+  options.load_failed = !loaded.failed_files.empty();
+  options.manifests_empty = loaded.files.empty();
+  states::RunReport report =
+      run_sync(io, states::reconcile(*(*client)->dynamic, resolver, loaded.states, options, start));
   for (const auto& error : loaded.errors) {
     report.errors.push_back(error.to_string());
   }

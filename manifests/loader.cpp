@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -1165,9 +1168,61 @@ LoadResult load_paths(const std::vector<std::string>& paths, const LoadOptions& 
     result.failed_files.insert(walk_error.position.file);
     result.errors.push_back(std::move(walk_error));
   }
-  Loader loader(result, options);
-  for (const auto& file : files) {
-    loader.load_file(file);
+  // Files load independently (each with its own Loader), on several threads, and are
+  // merged in file order: the result is the same as loading them one after another.
+  std::vector<LoadResult> per_file(files.size());
+  std::atomic<std::size_t> next_file{0};
+  auto load_some = [&] {
+    for (std::size_t i = next_file++; i < files.size(); i = next_file++) {
+      Loader loader(per_file[i], options);
+      loader.load_file(files[i]);
+    }
+  };
+  std::size_t threads = options.threads > 0 ? static_cast<std::size_t>(options.threads)
+                                            : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, files.size());
+  std::vector<std::thread> helpers;
+  std::vector<std::exception_ptr> failures(threads);
+  for (std::size_t t = 1; t < threads; ++t) {
+    helpers.emplace_back([&, t] {
+      try {
+        load_some();
+      } catch (...) {
+        failures[t] = std::current_exception();
+      }
+    });
+  }
+  try {
+    load_some();
+  } catch (...) {
+    failures[0] = std::current_exception();
+  }
+  for (auto& helper : helpers) {
+    helper.join();
+  }
+  for (const auto& failure : failures) {
+    if (failure) {
+      std::rethrow_exception(failure);
+    }
+  }
+  for (auto& part : per_file) {
+    for (auto& state : part.states) {
+      result.states.push_back(std::move(state));
+    }
+    for (auto& error : part.errors) {
+      result.errors.push_back(std::move(error));
+    }
+    result.failed_files.merge(part.failed_files);
+    for (auto& file : part.files) {
+      // A file a `source:` of an earlier file already read is listed once, where it
+      // was first read (as loading in order does).
+      if (result.file_hashes.emplace(file, part.file_hashes[file]).second) {
+        result.files.push_back(std::move(file));
+      }
+    }
+    for (auto& [included, by] : part.included_by) {
+      result.included_by[included].merge(by);
+    }
   }
   finish(result, options);
   return result;

@@ -100,6 +100,8 @@ struct LoadOptions {
   // Whether `source:` may read other files. Off for untrusted text (the fuzz target):
   // the state then gets an error instead.
   bool follow_sources = true;
+  // Threads load_paths loads files on (0: one per CPU). The result does not depend on it.
+  int threads = 0;
 };
 
 struct LoadResult {

@@ -11,6 +11,15 @@
 #include "states/prune.hpp"
 
 namespace kstate::states {
+
+struct CycleStart::Parent {
+  std::optional<ApiResource> secrets;
+  json::Document object;  // Null when it does not exist yet
+  Error error;
+  bool readable = false;
+  LoadedInventory loaded;  // when readable
+};
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -33,12 +42,7 @@ asio::awaitable<Result<json::Document>> read_object(DynamicClient& client, const
   co_return co_await client.get(resource, scope, object_name, subresource);
 }
 
-struct ParentSecret {
-  std::optional<ApiResource> secrets;
-  json::Document object;  // Null when it does not exist yet
-  Error error;
-  bool readable = false;
-};
+using ParentSecret = CycleStart::Parent;
 
 asio::awaitable<ParentSecret> read_parent(DynamicClient& client, KindResolver& resolver, const ApplySetParent& parent) {
   ParentSecret result;
@@ -456,18 +460,36 @@ std::map<std::string, std::string> ownership_labels(const ApplySetParent& parent
           {std::string(applyset_part_of_label), applyset_id(parent)}};
 }
 
+asio::awaitable<CycleStart> begin_cycle(DynamicClient& client, KindResolver& resolver,
+                                        const ReconcileOptions& options) {
+  CycleStart start;
+  start.parent = std::make_shared<CycleStart::Parent>(co_await read_parent(client, resolver, options.parent));
+  ParentSecret& parent = *start.parent;
+  if (parent.readable) {
+    parent.loaded = load_inventory(parent.object.IsNull() ? nullptr : &parent.object);
+  }
+  co_return start;
+}
+
 asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolver,
                                      std::vector<manifests::State>& states, const ReconcileOptions& options) {
+  CycleStart start = co_await begin_cycle(client, resolver, options);
+  co_return co_await reconcile(client, resolver, states, options, start);
+}
+
+asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolver,
+                                     std::vector<manifests::State>& states, const ReconcileOptions& options,
+                                     CycleStart& start) {
   auto started = Clock::now();
   const bool test_mode = options.engine.test_mode;
   const std::string id = applyset_id(options.parent);
   const std::string parent_name = options.parent.ns + "/" + options.parent.name;
 
-  ParentSecret parent = co_await read_parent(client, resolver, options.parent);
-  LoadedInventory loaded;
-  if (parent.readable) {
-    loaded = load_inventory(parent.object.IsNull() ? nullptr : &parent.object);
+  if (!start.parent) {
+    start = co_await begin_cycle(client, resolver, options);
   }
+  ParentSecret& parent = *start.parent;
+  LoadedInventory loaded = std::move(parent.loaded);
   const Inventory original = loaded.inventory;
   Inventory on_server = original;  // what the parent holds, as far as this cycle knows
   const bool tracking = parent.readable && loaded.status != InventoryStatus::corrupt;

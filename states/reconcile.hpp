@@ -10,6 +10,7 @@
 // (keep <utility> first for Boost 1.74's awaitable.hpp)
 
 #include <boost/asio/awaitable.hpp>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,11 +38,24 @@ struct ReconcileOptions {
   std::optional<std::set<std::string>> only_files;
 };
 
+// What a cycle reads before it needs the manifests: the ApplySet parent Secret and the
+// inventory it holds. `kstate apply` reads it while its manifests are still loading
+// (the two do not depend on each other).
+struct CycleStart {
+  struct Parent;  // the parent as read, and its inventory (reconcile.cpp)
+  std::shared_ptr<Parent> parent;
+};
+asio::awaitable<CycleStart> begin_cycle(DynamicClient& client, KindResolver& resolver, const ReconcileOptions& options);
+
 // Runs the states, then prune and the inventory update. Prune results are appended
 // to the report as object_absent results named "prune:<Kind/namespace/name>"; why
 // prune was held back (if it was) is added to the report's notes.
 asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolver,
                                      std::vector<manifests::State>& states, const ReconcileOptions& options);
+// The same with the start of the cycle already read (begin_cycle with the same options).
+asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolver,
+                                     std::vector<manifests::State>& states, const ReconcileOptions& options,
+                                     CycleStart& start);
 
 // The labels every applied object carries for `parent`.
 std::map<std::string, std::string> ownership_labels(const ApplySetParent& parent);

@@ -626,3 +626,64 @@ TEST_CASE("Error lines stay single lines when IDs or values hold line breaks", "
         "nl.yaml:2:3: two\\nlines: unknown function \"object_presnt\", expected object_present, object_updated or "
         "object_absent (did you mean \"object_present\"?)");
 }
+
+TEST_CASE("load_paths gives the same states, errors and files whatever the number of threads", "[loader]") {
+  TempDir dir;
+  // Many files, a `source:` include of a file that is also in the directory (read once,
+  // listed where first read), an identical duplicate, a conflicting duplicate across
+  // files, a syntax error and a `require` across files.
+  for (int i = 0; i < 40; ++i) {
+    std::string name = "app-" + std::to_string(i);
+    dir.write("apps/" + std::string(i < 10 ? "0" : "") + std::to_string(i) + ".yaml",
+              "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: default}\ndata: {n: \"" +
+                  std::to_string(i) + "\"}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: " + name +
+                  ", namespace: default}\nstringData: {k: v}\n");
+  }
+  dir.write("a-includer.yaml",
+            "bundle:\n  object_present:\n    source: z-shared.yaml\n    require: [ConfigMap/default/app-7]\n");
+  dir.write("z-shared.yaml", "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: shared, namespace: default}\n");
+  dir.write("m-duplicate.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-3, namespace: default}\ndata: {n: \"3\"}\n");
+  dir.write("n-conflict.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-4, namespace: default}\ndata: {n: other}\n");
+  dir.write("o-broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [oops\n");
+
+  auto load_with = [&](int threads) {
+    LoadOptions options;
+    options.threads = threads;
+    return load_paths({dir.path().string()}, options);
+  };
+  LoadResult one = load_with(1);
+  REQUIRE(one.states.size() > 80);
+  REQUIRE(one.errors.size() >= 2);
+  std::vector<std::string> one_errors;
+  for (const auto& error : one.errors) {
+    one_errors.push_back(error.to_string());
+  }
+  for (int threads : {2, 3, 8}) {
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      LoadResult many = load_with(threads);
+      INFO("threads " << threads);
+      CHECK(ids(many) == ids(one));
+      std::vector<std::string> many_errors;
+      for (const auto& error : many.errors) {
+        many_errors.push_back(error.to_string());
+      }
+      CHECK(many_errors == one_errors);
+      CHECK(many.files == one.files);
+      CHECK(many.file_hashes == one.file_hashes);
+      CHECK(many.failed_files == one.failed_files);
+      CHECK(many.included_by == one.included_by);
+      for (std::size_t i = 0; i < std::min(many.states.size(), one.states.size()); ++i) {
+        CHECK(many.states[i].object == one.states[i].object);
+        CHECK(many.states[i].source.to_string() == one.states[i].source.to_string());
+      }
+    }
+  }
+  // z-shared.yaml is read first by the include in a-includer.yaml, so it is listed there.
+  auto includer = std::find(one.files.begin(), one.files.end(), (dir.path() / "a-includer.yaml").string());
+  REQUIRE(includer != one.files.end());
+  REQUIRE(includer + 1 != one.files.end());
+  CHECK(*(includer + 1) == (dir.path() / "z-shared.yaml").string());
+  CHECK(std::count(one.files.begin(), one.files.end(), (dir.path() / "z-shared.yaml").string()) == 1);
+}
