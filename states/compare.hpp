@@ -21,6 +21,8 @@ bool is_subset(const json::Value& desired, const json::Value& live);
 // `desired` as the server will store it, for is_subset: a Secret's stringData is
 // write-only (the server folds it into data as base64), so it is folded here too.
 json::Document as_stored(const json::Value& desired);
+// is_subset(as_stored(desired), live), copying `desired` only when storing changes it.
+bool is_stored_subset(const json::Value& desired, const json::Value& live);
 
 // SHA-256 (hex) of the compact JSON of `object` without the hash annotation itself.
 std::string config_hash(const json::Value& object);

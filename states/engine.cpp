@@ -767,7 +767,7 @@ struct Engine::Impl {
       co_return;
     }
     if (!live->IsNull() && recorded_config_hash(*live) == recorded_config_hash(desired) &&
-        is_subset(as_stored(desired), *live)) {
+        is_stored_subset(desired, *live)) {
       succeed(index, "already good");
       co_await after_present(index, *live);
       co_return;
