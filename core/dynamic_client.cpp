@@ -64,34 +64,35 @@ asio::awaitable<Result<json::Document>> DynamicClient::list(const ApiResource& r
   if (options.limit <= 0) {
     options.limit = 500;  // kubectl's chunk size
   }
+  // The first page is the result (not copied); items of later pages are appended to it.
   json::Document merged;
-  json::Value items(rapidjson::kArrayType);
   bool first = true;
   for (;;) {
     auto page = co_await send_for_object(requests::list(resource, ns, options));
     if (!page) {
       co_return page.error();
     }
-    auto& document = page.value();
-    if (auto* page_items = json::find(document, "items"); page_items != nullptr && page_items->IsArray()) {
+    std::string continue_token(json::string_or(json::find_path(*page, {"metadata", "continue"}), ""));
+    if (first) {
+      merged = std::move(page).value();
+      if (!merged.IsObject()) {
+        merged.SetObject();
+      }
+      if (json::Value* items = json::find(merged, "items"); items == nullptr || !items->IsArray()) {
+        json::set(merged, "items", json::Value(rapidjson::kArrayType), merged.GetAllocator());
+      }
+      first = false;
+    } else if (auto* page_items = json::find(*page, "items"); page_items != nullptr && page_items->IsArray()) {
+      json::Value& items = *json::find(merged, "items");
       for (auto& item : page_items->GetArray()) {
         items.PushBack(json::Value(item, merged.GetAllocator()), merged.GetAllocator());
       }
-    }
-    std::string continue_token(json::string_or(json::find_path(document, {"metadata", "continue"}), ""));
-    if (first) {
-      merged.CopyFrom(document, merged.GetAllocator());
-      first = false;
     }
     if (continue_token.empty()) {
       break;
     }
     options.continue_token = continue_token;
   }
-  if (!merged.IsObject()) {
-    merged.SetObject();
-  }
-  json::set(merged, "items", std::move(items), merged.GetAllocator());
   if (auto* metadata = json::find(merged, "metadata"); metadata != nullptr && metadata->IsObject()) {
     metadata->RemoveMember("continue");
     metadata->RemoveMember("remainingItemCount");

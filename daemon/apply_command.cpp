@@ -9,8 +9,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <cstdlib>
-#include <future>
 #include <iostream>
+#include <thread>
 
 #include "core/dynamic_client.hpp"
 #include "daemon/logging.hpp"
@@ -54,11 +54,12 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
     return cli::exit_failed;
   }
 
-  // The manifests load on other threads while this one connects to the API server and
-  // reads the ApplySet parent: neither needs the other.
-  auto loading = std::async(std::launch::async, [&invocation] { return manifests::load_paths(invocation.paths); });
+  // The manifests start loading on the other CPUs while this thread connects to the API
+  // server and reads the ApplySet parent (neither needs the other), then it helps.
+  const int other_cpus = static_cast<int>(std::thread::hardware_concurrency()) - 1;
+  manifests::BackgroundLoad loading(invocation.paths, {}, std::max(other_cpus, 1));
   auto finish_loading = [&loading] {
-    manifests::LoadResult loaded = loading.get();
+    manifests::LoadResult loaded = loading.finish();
     for (const auto& error : loaded.errors) {
       spdlog::error("{}", error.to_string());
     }

@@ -13,6 +13,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -1037,7 +1038,7 @@ std::string object_identity(const json::Value& object) {
   return identity;
 }
 
-void finish(LoadResult& result, const LoadOptions& options) {
+void check_result(LoadResult& result, const LoadOptions& options) {
   if (options.check_references) {
     std::vector<LoadError> errors = check_states(result.states, result.failed_files);
     result.errors.insert(result.errors.end(), errors.begin(), errors.end());
@@ -1160,52 +1161,65 @@ std::vector<std::string> list_manifest_files(const std::vector<std::string>& pat
   return files;
 }
 
-LoadResult load_paths(const std::vector<std::string>& paths, const LoadOptions& options) {
-  LoadResult result;
+// Files load independently (each with its own Loader), on several threads, and are
+// merged in file order: the result is the same as loading them one after another.
+struct BackgroundLoad::Shared {
+  LoadOptions options;
+  std::vector<std::string> files;
   std::vector<LoadError> walk_errors;
-  std::vector<std::string> files = list_manifest_files(paths, walk_errors);
-  for (auto& walk_error : walk_errors) {
+  std::vector<LoadResult> per_file;
+  std::atomic<std::size_t> next_file{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+
+  void load_some() {
+    try {
+      for (std::size_t i = next_file++; i < files.size(); i = next_file++) {
+        Loader loader(per_file[i], options);
+        loader.load_file(files[i]);
+      }
+    } catch (...) {
+      std::lock_guard lock(failure_mutex);
+      failure = std::current_exception();
+    }
+  }
+};
+
+BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads)
+    : shared_(std::make_shared<Shared>()) {
+  shared_->options = options;
+  shared_->files = list_manifest_files(paths, shared_->walk_errors);
+  shared_->per_file.resize(shared_->files.size());
+  std::size_t count = std::min(static_cast<std::size_t>(std::max(threads, 0)), shared_->files.size());
+  for (std::size_t t = 0; t < count; ++t) {
+    threads_.emplace_back([shared = shared_] { shared->load_some(); });
+  }
+}
+
+BackgroundLoad::~BackgroundLoad() {
+  shared_->next_file = shared_->files.size();  // no new files; the ones being read finish
+  for (auto& thread : threads_) {
+    if (thread.joinable()) {
+      thread.join();
+    }
+  }
+}
+
+LoadResult BackgroundLoad::finish() {
+  shared_->load_some();
+  for (auto& thread : threads_) {
+    thread.join();
+  }
+  threads_.clear();
+  if (shared_->failure) {
+    std::rethrow_exception(shared_->failure);
+  }
+  LoadResult result;
+  for (auto& walk_error : shared_->walk_errors) {
     result.failed_files.insert(walk_error.position.file);
     result.errors.push_back(std::move(walk_error));
   }
-  // Files load independently (each with its own Loader), on several threads, and are
-  // merged in file order: the result is the same as loading them one after another.
-  std::vector<LoadResult> per_file(files.size());
-  std::atomic<std::size_t> next_file{0};
-  auto load_some = [&] {
-    for (std::size_t i = next_file++; i < files.size(); i = next_file++) {
-      Loader loader(per_file[i], options);
-      loader.load_file(files[i]);
-    }
-  };
-  std::size_t threads = options.threads > 0 ? static_cast<std::size_t>(options.threads)
-                                            : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, files.size());
-  std::vector<std::thread> helpers;
-  std::vector<std::exception_ptr> failures(threads);
-  for (std::size_t t = 1; t < threads; ++t) {
-    helpers.emplace_back([&, t] {
-      try {
-        load_some();
-      } catch (...) {
-        failures[t] = std::current_exception();
-      }
-    });
-  }
-  try {
-    load_some();
-  } catch (...) {
-    failures[0] = std::current_exception();
-  }
-  for (auto& helper : helpers) {
-    helper.join();
-  }
-  for (const auto& failure : failures) {
-    if (failure) {
-      std::rethrow_exception(failure);
-    }
-  }
-  for (auto& part : per_file) {
+  for (auto& part : shared_->per_file) {
     for (auto& state : part.states) {
       result.states.push_back(std::move(state));
     }
@@ -1224,15 +1238,21 @@ LoadResult load_paths(const std::vector<std::string>& paths, const LoadOptions& 
       result.included_by[included].merge(by);
     }
   }
-  finish(result, options);
+  check_result(result, shared_->options);
   return result;
+}
+
+LoadResult load_paths(const std::vector<std::string>& paths, const LoadOptions& options) {
+  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  BackgroundLoad load(paths, options, std::max(threads, 1) - 1);  // the calling thread is one of them
+  return load.finish();
 }
 
 LoadResult load_file(const std::string& path, const LoadOptions& options) {
   LoadResult result;
   Loader loader(result, options);
   loader.load_file(path);
-  finish(result, options);
+  check_result(result, options);
   return result;
 }
 
@@ -1240,7 +1260,7 @@ LoadResult load_text(std::string_view text, const std::string& path, const LoadO
   LoadResult result;
   Loader loader(result, options);
   loader.load_text(text, path);
-  finish(result, options);
+  check_result(result, options);
   return result;
 }
 

@@ -66,9 +66,11 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "manifests/state.hpp"
@@ -100,7 +102,8 @@ struct LoadOptions {
   // Whether `source:` may read other files. Off for untrusted text (the fuzz target):
   // the state then gets an error instead.
   bool follow_sources = true;
-  // Threads load_paths loads files on (0: one per CPU). The result does not depend on it.
+  // Threads load_paths loads files on, the calling one included (0: one per CPU). The
+  // result does not depend on it.
   int threads = 0;
 };
 
@@ -121,6 +124,24 @@ struct LoadResult {
 
 // Files and directories, as given on the command line or in the daemon's config.
 LoadResult load_paths(const std::vector<std::string>& paths, const LoadOptions& options = {});
+// load_paths in the background: the files start loading on `threads` threads at once,
+// and finish() loads the ones left on the calling thread too, then merges them in file
+// order (the same result as load_paths). `kstate apply` connects to the API server
+// meanwhile. The directory walk itself happens in the constructor.
+class BackgroundLoad {
+ public:
+  BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads);
+  ~BackgroundLoad();
+  BackgroundLoad(const BackgroundLoad&) = delete;
+  BackgroundLoad& operator=(const BackgroundLoad&) = delete;
+  LoadResult finish();  // once
+
+ private:
+  struct Shared;
+  std::shared_ptr<Shared> shared_;
+  std::vector<std::thread> threads_;
+};
+
 // One file (the daemon's reload of a changed file); its extension is not checked.
 LoadResult load_file(const std::string& path, const LoadOptions& options = {});
 // Text already in memory; `path` names it in messages and resolves relative `source:`.

@@ -680,6 +680,14 @@ TEST_CASE("load_paths gives the same states, errors and files whatever the numbe
       }
     }
   }
+  // Started in the background (as `kstate apply` does while it connects), then finished.
+  BackgroundLoad background({dir.path().string()}, {}, 2);
+  LoadResult finished = background.finish();
+  CHECK(ids(finished) == ids(one));
+  CHECK(finished.files == one.files);
+  {
+    BackgroundLoad abandoned({dir.path().string()}, {}, 2);  // destroyed unfinished: joins its threads
+  }
   // z-shared.yaml is read first by the include in a-includer.yaml, so it is listed there.
   auto includer = std::find(one.files.begin(), one.files.end(), (dir.path() / "a-includer.yaml").string());
   REQUIRE(includer != one.files.end());
