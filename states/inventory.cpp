@@ -7,8 +7,10 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <ctime>
 #include <map>
 
+#include "core/credentials.hpp"
 #include "core/encoding.hpp"
 
 namespace kstate::states {
@@ -32,6 +34,16 @@ void sort_and_deduplicate(std::vector<InventoryEntry>& entries) {
     }
   }
   entries = std::move(unique);
+}
+
+// RFC 3339 in UTC, whole seconds: "2026-11-21T10:00:00Z".
+std::string format_time(std::chrono::system_clock::time_point time) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(std::chrono::floor<std::chrono::seconds>(time));
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return std::string(text, length);
 }
 
 }  // namespace
@@ -83,6 +95,12 @@ std::string encode_inventory(const Inventory& inventory) {
       field("name", entry.name);
       field("uid", entry.uid);
       field("source", entry.source);
+      if (entry.since) {
+        field("since", format_time(*entry.since));
+      }
+      if (entry.missing_since) {
+        field("missingSince", format_time(*entry.missing_since));
+      }
       writer.EndObject();
     }
     writer.EndArray();
@@ -137,6 +155,20 @@ Result<Inventory> decode_inventory(std::string_view json_text) {
                                                      " has no string field '" + field.name + "'");
         }
         *field.target = std::string(*text);
+      }
+      // Times of pending entries: optional (older inventories have none), but when
+      // present they must be readable, or the entry's grace period would be a guess.
+      const std::pair<const char*, std::optional<std::chrono::system_clock::time_point>*> times[] = {
+          {"since", &entry.since}, {"missingSince", &entry.missing_since}};
+      for (const auto& [name, target] : times) {
+        if (need_uid || json::find(value, name) == nullptr)
+          continue;
+        auto text = json::get_string(value, name);
+        auto time = text ? parse_rfc3339(*text) : std::nullopt;
+        if (!time)
+          return Error(ErrorKind::invalid_input, std::string("inventory ") + what + " " + std::to_string(index) +
+                                                     " has no RFC 3339 time in '" + name + "'");
+        *target = *time;
       }
       if (entry.kind.empty() || entry.name.empty() || entry.version.empty() || (need_uid && entry.uid.empty()))
         return Error(ErrorKind::invalid_input,
@@ -199,8 +231,12 @@ Inventory merge_inventory(const Inventory& previous, const std::vector<Inventory
   // After removals: an object deleted and re-created in one cycle is recorded again.
   // An apply that returned no UID (dry run) proves nothing and changes nothing.
   for (const InventoryEntry& entry : applied) {
-    if (!entry.uid.empty())
-      merged[entry.key()] = entry;
+    if (!entry.uid.empty()) {
+      InventoryEntry recorded = entry;
+      recorded.since.reset();
+      recorded.missing_since.reset();
+      merged[entry.key()] = std::move(recorded);
+    }
   }
   Inventory result;
   result.entries.reserve(merged.size());

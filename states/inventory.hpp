@@ -6,7 +6,9 @@
 // a damaged Secret can never turn into "prune everything". Pure logic: no I/O.
 #pragma once
 
+#include <chrono>
 #include <compare>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +38,11 @@ struct InventoryEntry {
   std::string name;
   std::string uid;
   std::string source;  // manifest file that declared it
+  // Pending entries only (see Inventory::pending), whole seconds: when the entry was
+  // added, and when a later cycle first found no object for it. nullopt in inventories
+  // written before kstate recorded them; recorded entries never carry them.
+  std::optional<std::chrono::system_clock::time_point> since{};
+  std::optional<std::chrono::system_clock::time_point> missing_since{};
   ObjectKey key() const { return {group, kind, ns, name}; }
   friend bool operator==(const InventoryEntry&, const InventoryEntry&) = default;
 };
@@ -45,7 +52,10 @@ struct Inventory {
   // Objects a cycle was about to apply, recorded before it applied them (no UID yet):
   // if the cycle dies before it can record their UIDs, the next cycle finds them by
   // name and ownership labels and records them, so nothing kstate created is ever
-  // orphaned. Sorted by key, one per key; never pruned as such.
+  // orphaned. Sorted by key, one per key; never pruned as such. A cycle that dies does
+  // not stop the requests it had in flight: the API server may still create the object
+  // after the next cycle looked, so an entry whose object is not found is kept for a
+  // grace period (see reconcile.cpp) before it is dropped.
   std::vector<InventoryEntry> pending;
   const InventoryEntry* find(const ObjectKey& key) const;
   bool is_pending(const ObjectKey& key) const;
@@ -57,9 +67,11 @@ constexpr int inventory_format_version = 1;
 
 // {"version":1,"entries":[{"group":..,"version":..,"kind":..,"namespace":..,"name":..,
 // "uid":..,"source":..}]}, entries sorted so that an unchanged inventory encodes the same;
-// "pending":[...] (same fields, uid "") only when there are pending entries.
+// "pending":[...] (same fields, uid "", plus "since" and "missingSince" when known, RFC
+// 3339 UTC like "2026-11-21T10:00:00Z") only when there are pending entries.
 std::string encode_inventory(const Inventory& inventory);
 // Strict: any malformed entry makes the whole inventory invalid (invalid_input).
+// Pending entries without "since" (written by older kstate versions) decode with no time.
 Result<Inventory> decode_inventory(std::string_view json_text);
 
 enum class InventoryStatus {
@@ -79,6 +91,7 @@ LoadedInventory load_inventory(const json::Value* parent_secret);
 // (deleted, or found absent), plus every object applied in the cycle with its new UID
 // (replacing the old entry). Deletes that failed are simply not in `removed`, so they
 // stay and are retried next cycle; applies that failed keep their previous entry.
+// Recorded entries carry no pending times.
 Inventory merge_inventory(const Inventory& previous, const std::vector<InventoryEntry>& applied,
                           const std::vector<ObjectKey>& removed);
 

@@ -322,11 +322,25 @@ asio::awaitable<std::optional<InventoryEntry>> declared_entry(KindResolver& reso
 
 // Pending entries of earlier cycles that no manifest declares any more: the object is
 // looked up (one LIST per kind and namespace, by the ApplySet label) and, when it
-// exists with kstate's labels, recorded with its UID so that prune can judge it; when
-// it does not, the entry is dropped. Lookups that fail keep the entry for next time.
+// exists with kstate's labels, recorded with its UID so that prune can judge it. When
+// it does not, the entry stays pending for pending_grace from the first cycle that
+// found it missing (the cycle that wrote it may have died with the request that
+// creates it still in flight at the API server), then is dropped; entries written
+// before kstate recorded times are dropped at once, as they always were. Lookups that
+// fail keep the entry for next time.
 asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resolver, Inventory& inventory,
                                       const std::set<ObjectKey>& declared, const std::string& id,
-                                      const std::string& default_namespace) {
+                                      const std::string& default_namespace, std::chrono::system_clock::time_point now) {
+  // Keeps a not-found entry while its grace period runs; false when it is over.
+  const auto keep_missing = [now](InventoryEntry& entry) {
+    if (!entry.since) {
+      return false;
+    }
+    if (!entry.missing_since) {
+      entry.missing_since = now;
+    }
+    return now - *entry.missing_since < pending_grace;
+  };
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<InventoryEntry>> groups;
   std::vector<InventoryEntry> still_pending;
   for (InventoryEntry& entry : inventory.pending) {
@@ -369,6 +383,7 @@ asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resol
         // Every object this state may have created: the prefix, kstate's labels, the
         // state-ID label the engine puts on generateName objects, not recorded yet.
         const std::string prefix = entry.name.substr(generate_name_marker.size());
+        bool found_any = false;
         for (const auto& [name, item] : by_name) {
           ObjectKey key{entry.group, entry.kind, ns, name};
           if (name.starts_with(prefix) && !label_of(*item, std::string(state_id_label_key)).empty() &&
@@ -382,8 +397,12 @@ asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resol
               spdlog::info("recorded {} in the inventory: an interrupted cycle created it without recording it",
                            key.to_string());
               recovered.push_back(std::move(created));
+              found_any = true;
             }
           }
+        }
+        if (!found_any && keep_missing(entry)) {
+          still_pending.push_back(entry);
         }
         continue;
       }
@@ -395,7 +414,11 @@ asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resol
           spdlog::info("recorded {} in the inventory: an interrupted cycle applied it without recording it",
                        entry.key().to_string());
           recovered.push_back(entry);
+          continue;
         }
+      }
+      if (keep_missing(entry)) {
+        still_pending.push_back(entry);
       }
     }
   }
@@ -519,10 +542,34 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
           intents.push_back(*entry);
         }
       }
-      co_await recover_pending(client, resolver, loaded.inventory, declared_now, id, options.engine.default_namespace);
+      // Whole seconds, as the inventory stores them, so that what this cycle writes
+      // compares equal to what it reads back.
+      const std::chrono::system_clock::time_point now = std::chrono::floor<std::chrono::seconds>(options.now());
+      co_await recover_pending(client, resolver, loaded.inventory, declared_now, id, options.engine.default_namespace,
+                               now);
+      // An index, not a search per intent: a cold apply of N objects has N intents.
+      std::map<ObjectKey, std::size_t> pending_at;
+      for (std::size_t i = 0; i < loaded.inventory.pending.size(); ++i) {
+        pending_at.emplace(loaded.inventory.pending[i].key(), i);
+      }
       for (auto& intent : intents) {
-        if (loaded.inventory.find(intent.key()) == nullptr && !loaded.inventory.is_pending(intent.key())) {
+        ObjectKey key = intent.key();
+        if (loaded.inventory.find(key) != nullptr) {
+          continue;
+        }
+        auto pending = pending_at.find(key);
+        if (pending == pending_at.end()) {
+          intent.since = now;
+          pending_at.emplace(std::move(key), loaded.inventory.pending.size());
           loaded.inventory.pending.push_back(std::move(intent));
+        } else {
+          // Applied again by this cycle, which may die with that request in flight
+          // too: the grace period starts again when a later cycle finds it missing.
+          InventoryEntry& entry = loaded.inventory.pending[pending->second];
+          if (!entry.since) {
+            entry.since = now;
+          }
+          entry.missing_since.reset();
         }
       }
       std::sort(loaded.inventory.pending.begin(), loaded.inventory.pending.end(),

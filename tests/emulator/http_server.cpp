@@ -494,6 +494,32 @@ class Emulator {
       response.body = "{\"stalled\":" + std::to_string(open) + "}";
       return response;
     }
+    if (request.path == "/emulator/delayed") {
+      // Requests waiting out an injected latency (arrived, not yet served): a test can
+      // see one in flight, and POST ends every wait at once (they are then served), so
+      // "completes only after X" needs no sleeping.
+      if (request.method == "POST") {
+        std::size_t released = delayed_.size();
+        for (auto& [id, waiting] : delayed_) {
+          waiting.timer->cancel();
+        }
+        response.body = "{\"released\":" + std::to_string(released) + "}";
+        return response;
+      }
+      json::Document body(rapidjson::kObjectType);
+      auto& allocator = body.GetAllocator();
+      json::Value list(rapidjson::kArrayType);
+      for (const auto& [id, waiting] : delayed_) {
+        json::Value item(rapidjson::kObjectType);
+        json::set_string(item, "method", waiting.method, allocator);
+        json::set_string(item, "path", waiting.path, allocator);
+        json::set(item, "latencyMs", json::Value(waiting.latency_ms), allocator);
+        list.PushBack(std::move(item), allocator);
+      }
+      json::set(body, "delayed", std::move(list), allocator);
+      response.body = json::dump(body);
+      return response;
+    }
     if (request.path == "/emulator/compact" && request.method == "POST") {
       api_.store().compact();
       response.body = "{\"resourceVersion\":\"" + std::to_string(api_.store().current_version()) + "\"}";
@@ -558,8 +584,11 @@ class Emulator {
     if (fault.latency.count() > 0) {
       net::steady_timer delay(io_);
       delay.expires_after(fault.latency);
+      const std::uint64_t id = ++delayed_count_;
+      delayed_[id] = {request.method, request.path, static_cast<int>(fault.latency.count()), &delay};
       boost::system::error_code ignored;
       co_await delay.async_wait(net::redirect_error(use_awaitable, ignored));
+      delayed_.erase(id);
     }
     LoggedRequest entry{0, request.method, request.path, query_string, "", 0, request.identity.user, "", arrived_ms};
     if (fault.action == FaultAction::hang) {
@@ -725,6 +754,14 @@ class Emulator {
   FaultPlan faults_;
   RequestLog log_;
   std::set<net::steady_timer*> watchers_;
+  struct DelayedRequest {
+    std::string method;
+    std::string path;
+    int latency_ms = 0;
+    net::steady_timer* timer = nullptr;
+  };
+  std::map<std::uint64_t, DelayedRequest> delayed_;  // by arrival; see /emulator/delayed
+  std::uint64_t delayed_count_ = 0;
   struct ExtraToken {
     std::string user;
     bool admin = false;

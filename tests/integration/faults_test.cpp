@@ -255,10 +255,11 @@ struct Model {
       }
       std::string ns = "rns-" + file.substr(3, 1);
       std::vector<ModelObject> objects{{"Namespace", "", ns, next_value()}};
+      files[file] = objects;
       for (int i = below(4); i > 0; --i) {
         objects.push_back(random_object(ns));
+        files[file] = objects;  // so the next draw sees it taken
       }
-      files[file] = objects;
       return;
     }
     std::string file = "app-" + std::to_string(below(12)) + ".yaml";

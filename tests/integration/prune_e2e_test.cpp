@@ -326,8 +326,21 @@ TEST_CASE("objects created by a kstate apply killed before it recorded them are 
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     created = cluster.emulator.count_requests("PATCH", "/api/v1/namespaces/default/configmaps/batch-");
   }
-  run.kill();
   REQUIRE(created >= 10);
+  // The next ConfigMap PATCH is held at the server, and the run is killed while it
+  // waits: like a real API server, the emulator still serves it after its client has
+  // gone, here only once the test releases it, after the next run looked for it.
+  const std::string batch_path = "/api/v1/namespaces/default/configmaps/batch-";
+  constexpr int held_ms = 600'000;
+  cluster.emulator.set_faults(R"({"latencyMs":)" + std::to_string(held_ms) + R"(,"method":"PATCH","pathPrefix":")" +
+                              batch_path + R"("})");
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       cluster.emulator.count_delayed("PATCH", batch_path, held_ms) == 0 &&
+       std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  run.kill();
+  REQUIRE(cluster.emulator.count_delayed("PATCH", batch_path, held_ms) == 1);
   cluster.emulator.clear_faults();
   auto listed = [&] {
     auto items =
@@ -355,5 +368,21 @@ TEST_CASE("objects created by a kstate apply killed before it recorded them are 
   const auto [named_left, generated_left] = listed();
   CHECK(named_left == 0);
   CHECK(generated_left == 0);
+  CHECK(cluster.inventory() == std::set<std::string>{"ConfigMap/default/other"});
+
+  // The held PATCH of the killed run completes only now, after that run looked: its
+  // object exists with kstate's labels, recorded nowhere but as a pending entry.
+  REQUIRE(cluster.emulator.count_delayed("PATCH", batch_path, held_ms) == 1);
+  const int served = cluster.emulator.count_requests("PATCH", batch_path);
+  cluster.emulator.release_delayed();
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       cluster.emulator.count_requests("PATCH", batch_path) == served && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(listed() == std::make_pair(1, 0));
+  auto late = cluster.apply({"--prune"});
+  INFO("run after the late object exit " << late.exit_code << "\nstdout:\n" << late.out << "\nstderr:\n" << late.err);
+  CHECK(late.exit_code == 0);
+  CHECK(listed() == std::make_pair(0, 0));
   CHECK(cluster.inventory() == std::set<std::string>{"ConfigMap/default/other"});
 }

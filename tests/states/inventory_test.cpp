@@ -190,3 +190,57 @@ TEST_CASE("pending entries (applied but not yet recorded) round-trip without a U
   CHECK_THAT(broken.error().message, Catch::Contains("pending entry 0"));
   CHECK_FALSE(states::decode_inventory(R"({"version":1,"entries":[],"pending":{}})").ok());
 }
+
+TEST_CASE("pending entries keep when they were added and found missing, and older ones without times still decode",
+          "[inventory]") {
+  using std::chrono::seconds;
+  const std::chrono::system_clock::time_point added{seconds(1'800'000'000)};  // 2027-01-15T08:00:00Z
+  states::Inventory inventory;
+  InventoryEntry fresh = entry("ConfigMap", "web", "fresh", "");
+  fresh.since = added;
+  InventoryEntry missing = entry("ConfigMap", "web", "missing", "");
+  missing.since = added;
+  missing.missing_since = added + seconds(75);
+  inventory.pending = {fresh, missing};
+  const std::string text = states::encode_inventory(inventory);
+  CHECK_THAT(text,
+             Catch::Contains(R"("name":"fresh","uid":"","source":"dir/app.yaml","since":"2027-01-15T08:00:00Z"})"));
+  CHECK_THAT(text, Catch::Contains(R"("since":"2027-01-15T08:00:00Z","missingSince":"2027-01-15T08:01:15Z"})"));
+  auto decoded = states::decode_inventory(text);
+  REQUIRE(decoded.ok());
+  REQUIRE(decoded->pending.size() == 2);
+  CHECK(decoded->pending[0].since == added);
+  CHECK_FALSE(decoded->pending[0].missing_since);
+  CHECK(decoded->pending[1].missing_since == added + seconds(75));
+  CHECK(*decoded == inventory);
+  CHECK(states::encode_inventory(*decoded) == text);
+
+  // Written by a kstate that recorded no times: decodes, with none (such entries are
+  // dropped as soon as their object is not found, as before).
+  auto old = states::decode_inventory(
+      R"({"version":1,"entries":[],"pending":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"web","name":"new","uid":""}]})");
+  REQUIRE(old.ok());
+  REQUIRE(old->pending.size() == 1);
+  CHECK_FALSE(old->pending[0].since);
+  CHECK_FALSE(old->pending[0].missing_since);
+  CHECK(states::encode_inventory(*old).find("since") == std::string::npos);
+
+  // An unreadable time makes the inventory corrupt, like any other malformed field.
+  for (const char* bad : {R"("since":"yesterday")", R"("since":12)", R"("missingSince":"2027-01-15")"}) {
+    auto broken = states::decode_inventory(
+        std::string(
+            R"({"version":1,"entries":[],"pending":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","name":"b","uid":"",)") +
+        bad + "}]}");
+    INFO(bad);
+    REQUIRE_FALSE(broken.ok());
+    CHECK_THAT(broken.error().message, Catch::Contains("RFC 3339"));
+  }
+
+  // Once recorded, an entry carries no pending times.
+  InventoryEntry applied = fresh;
+  applied.uid = "u9";
+  states::Inventory merged = states::merge_inventory(inventory, {applied}, {});
+  REQUIRE(merged.entries.size() == 1);
+  CHECK_FALSE(merged.entries[0].since);
+  CHECK(states::encode_inventory(merged).find("since") == std::string::npos);
+}

@@ -221,6 +221,35 @@ void Emulator::clear_faults() {
   request("DELETE", "/emulator/faults");
 }
 
+int Emulator::count_delayed(const std::string& method, const std::string& path_prefix, int min_latency_ms) const {
+  auto reply = request("GET", "/emulator/delayed");
+  auto body = json::parse(reply.body);
+  if (reply.status != 200 || !body) {
+    throw std::runtime_error("count_delayed failed: " + std::to_string(reply.status) + " " + reply.error);
+  }
+  int count = 0;
+  const json::Value* delayed = json::find(*body, "delayed");
+  if (delayed == nullptr || !delayed->IsArray()) {
+    return 0;
+  }
+  for (const auto& entry : delayed->GetArray()) {
+    const json::Value* latency = json::find(entry, "latencyMs");
+    if ((method.empty() || json::string_or(json::find(entry, "method"), "") == method) &&
+        json::string_or(json::find(entry, "path"), "").starts_with(path_prefix) && latency != nullptr &&
+        latency->IsInt() && latency->GetInt() >= min_latency_ms) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+void Emulator::release_delayed() {
+  auto reply = request("POST", "/emulator/delayed");
+  if (reply.status != 200) {
+    throw std::runtime_error("release_delayed failed: " + std::to_string(reply.status) + " " + reply.error);
+  }
+}
+
 std::string Emulator::request_log() const {
   auto reply = request("GET", "/emulator/requests");
   if (reply.status != 200) {

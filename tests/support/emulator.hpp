@@ -81,6 +81,12 @@ class Emulator {
   void reset_request_log();
   // Logged requests with this method (empty = any) whose path starts with path_prefix.
   int count_requests(const std::string& method, const std::string& path_prefix) const;
+  // Requests that arrived and now wait out an injected latency of at least min_latency_ms,
+  // with this method (empty = any) and a path starting with path_prefix (not logged yet:
+  // the log has requests once served).
+  int count_delayed(const std::string& method, const std::string& path_prefix, int min_latency_ms = 0) const;
+  // Ends every such wait at once (the requests are then served); returns how many.
+  void release_delayed();
   // Forgets watch history: watches from older resourceVersions then get 410 Expired.
   void compact();
 

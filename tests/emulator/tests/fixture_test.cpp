@@ -3,6 +3,8 @@
 // and fault injection over the admin-only /emulator/ paths.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <future>
+#include <thread>
 
 #include "core/json.hpp"
 #include "tests/support/emulator.hpp"
@@ -105,6 +107,26 @@ TEST_CASE("the request log records method, path, verb and code, and can be reset
   CHECK(json::string_or(json::find(last, "query"), "") == "labelSelector=x%3Dy");
   emulator.reset_request_log();
   CHECK(emulator.count_requests("", "/") == 0);
+}
+
+TEST_CASE("a request held by an injected latency is listed as delayed and served once released") {
+  Emulator emulator;
+  emulator.set_faults(R"({"latencyMs":600000,"method":"POST","pathPrefix":"/api/v1/namespaces/default/configmaps"})");
+  auto held = std::async(std::launch::async, [&] { return emulator.request("POST", kConfigMaps, config_map("late")); });
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       emulator.count_delayed("POST", kConfigMaps) == 0 && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(emulator.count_delayed("POST", kConfigMaps, 600000) == 1);
+  CHECK(emulator.count_delayed("PATCH", kConfigMaps) == 0);
+  CHECK(emulator.count_delayed("POST", kConfigMaps, 600001) == 0);
+  // Not served yet: the object does not exist, the log does not have it.
+  CHECK(emulator.request("GET", kConfigMaps + "/late").status == 404);
+  CHECK(emulator.count_requests("POST", kConfigMaps) == 0);
+  emulator.release_delayed();
+  CHECK(held.get().status == 201);
+  CHECK(emulator.count_delayed("", "/") == 0);
+  CHECK(emulator.request("GET", kConfigMaps + "/late").status == 200);
 }
 
 TEST_CASE("faults: the next N requests get 429 with Retry-After, then requests succeed again") {
