@@ -991,7 +991,21 @@ Response ApiServer::get_object(const Request& request, const Target& target) {
     return not_found(*target.type, target.name);
   }
   (void)request;  // a single object is always served as itself; kubectl prints it without a Table
-  return json_response(200, json::dump(*object));
+  return json_response(200, serialized(object));
+}
+
+const std::string& ApiServer::serialized(const ObjectPtr& object) {
+  auto found = serialized_.find(object.get());
+  if (found != serialized_.end() && found->second.object.lock() == object) {
+    return found->second.json;
+  }
+  if (serialized_.size() > 2 * store_.all().size() + 1024) {
+    std::erase_if(serialized_, [](const auto& entry) { return entry.second.object.expired(); });
+  }
+  auto& entry = serialized_[object.get()];
+  entry.object = object;
+  entry.json = json::dump(*object);
+  return entry.json;
 }
 
 Response ApiServer::list_objects(const Request& request, const Target& target) {
@@ -1100,7 +1114,7 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     if (i > 0) {
       body += ',';
     }
-    body += json::dump(*items[i]);
+    body += serialized(items[i]);
   }
   body += "]}";
   return json_response(200, std::move(body));

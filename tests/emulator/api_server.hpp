@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/json.hpp"
@@ -133,6 +135,12 @@ class ApiServer {
   void on_crd_deleted(const std::string& crd_name);
   std::vector<ResourceType> types_of_crd(const json::Value& crd) const;
 
+  // The JSON of a stored object, serialized once per version: stored objects never
+  // change (a write stores a new one), so a LIST or GET copies text instead of walking
+  // every object again, as kube-apiserver's watch cache serializes an object once for
+  // all who read it. Keyed by address; an entry whose object is gone is stale.
+  const std::string& serialized(const ObjectPtr& object);
+
   std::string new_uid();
   std::string random_suffix();
   std::string allocate_cluster_ip();
@@ -147,6 +155,11 @@ class ApiServer {
   std::map<std::string, std::chrono::system_clock::time_point> pending_crds_;
   bool deletions_pending_ = false;
   std::uint32_t next_cluster_ip_ = 10;
+  struct SerializedObject {
+    std::weak_ptr<const json::Document> object;
+    std::string json;
+  };
+  std::unordered_map<const json::Document*, SerializedObject> serialized_;
 };
 
 // A Kubernetes Status failure body.
