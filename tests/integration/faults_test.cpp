@@ -548,12 +548,18 @@ TEST_CASE("randomized: edits and server faults for hundreds of steps end with th
     }
   }
   CHECK(labelled == expected);
-  // The inventory records exactly the managed objects (kept namespaces included) and
-  // nothing is left pending.
+  // The inventory records exactly the managed objects (kept namespaces included), and
+  // nothing that exists is left pending. A pending entry whose object does not exist
+  // may stay: kstate keeps it for a grace period (a failed or killed cycle's request
+  // may still create the object at the server), then drops it.
   auto [entries, pending] = recorded_inventory(emulator);
   expected.erase("ConfigMap/default/labelled-foreign");
   CHECK(entries == expected);
-  CHECK(pending.empty());
+  for (const auto& key : pending) {
+    INFO("still pending: " << key);
+    CHECK(labelled.count(key) == 0);
+    CHECK(expected.count(key) == 0);
+  }
 
   // No delete ever named an object kstate never applied; the planted ones all survived.
   std::set<std::string> bad_deletes;
