@@ -13,12 +13,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The problem with one path (followed when a symbolic link), or nullopt.
-std::optional<std::string> path_problem(const fs::path& path, bool is_folder, unsigned euid) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
-    return std::nullopt;  // the loader reports why it cannot be read
-  }
+// The problem with a path whose (followed) status is `info`, or nullopt.
+std::optional<std::string> mode_problem(const fs::path& path, const struct stat& info, bool is_folder, unsigned euid) {
   const char* what = is_folder ? "folder" : "file";
   if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     return "refused: the " + std::string(what) + " " + path.string() +
@@ -33,19 +29,45 @@ std::optional<std::string> path_problem(const fs::path& path, bool is_folder, un
   return std::nullopt;
 }
 
+// The problem with one path (followed when a symbolic link), or nullopt.
+std::optional<std::string> path_problem(const fs::path& path, bool is_folder, unsigned euid) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return std::nullopt;  // the loader reports why it cannot be read
+  }
+  return mode_problem(path, info, is_folder, euid);
+}
+
 }  // namespace
 
 std::optional<std::string> manifest_permission_problem(const std::string& file, const std::string& root,
                                                        unsigned euid) {
+  FolderVerdicts folders;
+  return manifest_permission_problem(file, root, euid, folders);
+}
+
+std::optional<std::string> manifest_permission_problem(const std::string& file, const std::string& root, unsigned euid,
+                                                       FolderVerdicts& folders) {
   const fs::path top = fs::path(root).lexically_normal();
   const fs::path path = fs::path(file).lexically_normal();
-  if (auto problem = path_problem(path, false, euid)) {
+  // One lstat tells a plain file (checked as it is) from a symbolic link (checked by
+  // its target, and its target's folder below); resyncs look at every file.
+  struct stat link_info {};
+  if (::lstat(path.c_str(), &link_info) != 0) {
+    return std::nullopt;  // the loader reports why it cannot be read
+  }
+  const bool symlink = S_ISLNK(link_info.st_mode);
+  if (auto problem = symlink ? path_problem(path, false, euid) : mode_problem(path, link_info, false, euid)) {
     return problem;
   }
   // Every folder from the file's own up to the manifests folder (inclusive).
   for (fs::path folder = path.parent_path(); !folder.empty(); folder = folder.parent_path()) {
-    if (auto problem = path_problem(folder, true, euid)) {
-      return problem;
+    auto [verdict, fresh] = folders.try_emplace(folder.string());
+    if (fresh) {
+      verdict->second = path_problem(folder, true, euid);
+    }
+    if (verdict->second) {
+      return verdict->second;
     }
     if (folder == top || folder == folder.parent_path()) {
       break;
@@ -53,7 +75,7 @@ std::optional<std::string> manifest_permission_problem(const std::string& file, 
   }
   // A symbolic link: whoever can write the target's folder can replace the target.
   std::error_code error;
-  if (fs::is_symlink(path, error)) {
+  if (symlink) {
     const fs::path target = fs::canonical(path, error);
     if (!error) {
       if (auto problem = path_problem(target.parent_path(), true, euid)) {

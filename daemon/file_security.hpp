@@ -4,6 +4,7 @@
 // false); and the daemon's own folders (discovery cache, state) are private to it.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,13 @@ namespace kstate::daemon {
 // judged by its target (and the target's folder), like ConfigMap volumes' `..data`.
 // The message names the offending path and the fix.
 std::optional<std::string> manifest_permission_problem(const std::string& file, const std::string& root, unsigned euid);
+
+// The same, remembering each folder's verdict in `folders` (folder -> problem), so that
+// one scan of many files stats every folder once. Use a fresh map for each scan: a
+// folder's mode may change between scans.
+using FolderVerdicts = std::map<std::string, std::optional<std::string>>;
+std::optional<std::string> manifest_permission_problem(const std::string& file, const std::string& root, unsigned euid,
+                                                       FolderVerdicts& folders);
 
 // Creates `dir` (and missing parents) with mode 0700; an existing folder of ours that
 // group or others can enter is tightened to 0700. Errors name the folder.

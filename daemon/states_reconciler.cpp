@@ -198,7 +198,7 @@ bool StatesReconciler::refresh_file(const std::string& path) {
   auto cached = files_.find(path);
   std::optional<std::string> refusal;
   if (config_.check_manifest_permissions) {
-    refusal = manifest_permission_problem(path, normalized(config_.manifests_dir), ::geteuid());
+    refusal = manifest_permission_problem(path, normalized(config_.manifests_dir), ::geteuid(), folder_verdicts_);
   }
   const bool refused = refusal.has_value();
   if (cached != files_.end() && !refused) {
@@ -252,6 +252,7 @@ bool StatesReconciler::refresh_file(const std::string& path) {
 }
 
 boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
+  folder_verdicts_.clear();
   std::vector<manifests::LoadError> list_errors;
   const std::string dir = normalized(config_.manifests_dir);
   std::vector<std::string> listed = manifests::list_manifest_files({dir}, list_errors);
@@ -278,6 +279,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
 
 boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::vector<std::string> changed,
                                                                            std::vector<std::string> removed) {
+  folder_verdicts_.clear();
   std::set<std::string> to_run;
   bool any_removed = false;
   for (const auto& raw : removed) {

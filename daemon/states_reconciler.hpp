@@ -16,6 +16,7 @@
 
 #include "core/dynamic_client.hpp"
 #include "daemon/config.hpp"
+#include "daemon/file_security.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/reconciler.hpp"
 #include "discovery/client.hpp"
@@ -71,6 +72,8 @@ class StatesReconciler : public Reconciler {
   std::size_t managed_objects_ = 0;       // as of the last cycle
   std::vector<std::string> list_errors_;  // why the folder could not be listed (missing, unreadable)
   std::map<std::string, LoadedFile> files_;
+  // Permission verdicts of folders during one scan (cleared when a scan starts).
+  FolderVerdicts folder_verdicts_;
 
   std::unique_ptr<Client> client_;
   // The reconcile writes through the leader election's gate; the Lease store does not.

@@ -5,11 +5,14 @@
 #include "manifests/loader.hpp"
 
 #include <openssl/evp.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -189,7 +192,14 @@ bool is_skipped_name(std::string_view name) {
   return name == "4913";  // vim's write-permission probe
 }
 
-void walk_directory(const fs::path& directory, std::set<fs::path>& visited, std::vector<std::string>& files,
+// A file found by the walk and its identity (device, inode), from the one stat that
+// also told its type.
+struct FoundFile {
+  std::string path;
+  std::pair<dev_t, ino_t> identity;
+};
+
+void walk_directory(const fs::path& directory, std::set<fs::path>& visited, std::vector<FoundFile>& files,
                     std::vector<LoadError>& errors) {
   std::error_code error;
   fs::path canonical = fs::canonical(directory, error);
@@ -215,19 +225,18 @@ void walk_directory(const fs::path& directory, std::set<fs::path>& visited, std:
       continue;
     }
     fs::path child = directory / name;
-    fs::file_status status = fs::status(child, error);  // follows symlinks
-    if (error || status.type() == fs::file_type::not_found) {
+    struct stat info {};
+    if (::stat(child.c_str(), &info) != 0) {  // follows symlinks
       if (has_manifest_extension(name)) {
-        errors.push_back({{child.string(), 0, 0},
-                          {},
-                          "cannot read (dangling symlink?): " + (error ? error.message() : std::string("not found"))});
+        errors.push_back(
+            {{child.string(), 0, 0}, {}, "cannot read (dangling symlink?): " + std::string(std::strerror(errno))});
       }
       continue;
     }
-    if (fs::is_directory(status)) {
+    if (S_ISDIR(info.st_mode)) {
       walk_directory(child, visited, files, errors);
-    } else if (fs::is_regular_file(status) && has_manifest_extension(name)) {
-      files.push_back(child.string());
+    } else if (S_ISREG(info.st_mode) && has_manifest_extension(name)) {
+      files.push_back({child.string(), {info.st_dev, info.st_ino}});
     }
   }
 }
@@ -1136,7 +1145,11 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
 std::vector<std::string> list_manifest_files(const std::vector<std::string>& paths, std::vector<LoadError>& errors) {
   std::vector<std::string> files;
   std::set<fs::path> visited_directories;
-  std::set<fs::path> seen_files;
+  // The same file reached twice (two links to one target) is known by its device and
+  // inode: one stat per file, where resolving its canonical path took one per folder
+  // on the way (the daemon lists the whole tree on every resync).
+  std::set<std::pair<dev_t, ino_t>> seen_files;
+  std::set<std::string> seen_unreadable;
   for (const auto& path : paths) {
     std::error_code error;
     fs::file_status status = fs::status(path, error);
@@ -1144,17 +1157,21 @@ std::vector<std::string> list_manifest_files(const std::vector<std::string>& pat
       errors.push_back({{path, 0, 0}, {}, "no such file or directory"});
       continue;
     }
-    std::vector<std::string> found;
+    std::vector<FoundFile> found;
     if (fs::is_directory(status)) {
       walk_directory(path, visited_directories, found, errors);
-      std::sort(found.begin(), found.end());
+      std::sort(found.begin(), found.end(), [](const FoundFile& a, const FoundFile& b) { return a.path < b.path; });
     } else {
-      found.push_back(path);
+      struct stat info {};
+      if (::stat(path.c_str(), &info) == 0) {
+        found.push_back({path, {info.st_dev, info.st_ino}});
+      } else if (seen_unreadable.insert(path).second) {
+        files.push_back(path);
+      }
     }
     for (auto& file : found) {
-      fs::path canonical = fs::weakly_canonical(file, error);
-      if (seen_files.insert(error ? fs::path(file) : canonical).second) {
-        files.push_back(std::move(file));
+      if (seen_files.insert(file.identity).second) {
+        files.push_back(std::move(file.path));
       }
     }
   }
