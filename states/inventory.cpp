@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <ctime>
 #include <map>
+#include <set>
 
 #include "core/credentials.hpp"
 #include "core/encoding.hpp"
@@ -18,7 +19,7 @@ namespace kstate::states {
 namespace {
 
 bool by_key(const InventoryEntry& a, const InventoryEntry& b) {
-  return a.key() < b.key();
+  return a.key_fields() < b.key_fields();
 }
 
 void sort_and_deduplicate(std::vector<InventoryEntry>& entries) {
@@ -27,7 +28,7 @@ void sort_and_deduplicate(std::vector<InventoryEntry>& entries) {
   std::vector<InventoryEntry> unique;
   unique.reserve(entries.size());
   for (auto& entry : entries) {
-    if (!unique.empty() && unique.back().key() == entry.key()) {
+    if (!unique.empty() && unique.back().key_fields() == entry.key_fields()) {
       unique.back() = std::move(entry);
     } else {
       unique.push_back(std::move(entry));
@@ -55,20 +56,29 @@ std::string ObjectKey::to_string() const {
   return text + "/" + name;
 }
 
+namespace {
+
+auto fields_of(const ObjectKey& key) {
+  return std::tie(key.group, key.kind, key.ns, key.name);
+}
+
+}  // namespace
+
 bool Inventory::is_pending(const ObjectKey& key) const {
   return std::binary_search(pending.begin(), pending.end(), key, [](const auto& a, const auto& b) {
     if constexpr (std::is_same_v<std::decay_t<decltype(a)>, ObjectKey>) {
-      return a < b.key();
+      return fields_of(a) < b.key_fields();
     } else {
-      return a.key() < b;
+      return a.key_fields() < fields_of(b);
     }
   });
 }
 
 const InventoryEntry* Inventory::find(const ObjectKey& key) const {
-  auto it = std::lower_bound(entries.begin(), entries.end(), key,
-                             [](const InventoryEntry& entry, const ObjectKey& k) { return entry.key() < k; });
-  if (it == entries.end() || it->key() != key)
+  auto it = std::lower_bound(entries.begin(), entries.end(), key, [](const InventoryEntry& entry, const ObjectKey& k) {
+    return entry.key_fields() < fields_of(k);
+  });
+  if (it == entries.end() || it->key_fields() != fields_of(key))
     return nullptr;
   return &*it;
 }
@@ -223,25 +233,24 @@ LoadedInventory load_inventory(const json::Value* parent_secret) {
 
 Inventory merge_inventory(const Inventory& previous, const std::vector<InventoryEntry>& applied,
                           const std::vector<ObjectKey>& removed) {
-  std::map<ObjectKey, InventoryEntry> merged;
-  for (const InventoryEntry& entry : previous.entries)
-    merged[entry.key()] = entry;
-  for (const ObjectKey& key : removed)
-    merged.erase(key);
+  const std::set<ObjectKey> removed_keys(removed.begin(), removed.end());
+  Inventory result;
+  result.entries.reserve(previous.entries.size() + applied.size());
+  for (const InventoryEntry& entry : previous.entries) {
+    if (removed_keys.empty() || removed_keys.count(entry.key()) == 0) {
+      result.entries.push_back(entry);
+    }
+  }
   // After removals: an object deleted and re-created in one cycle is recorded again.
   // An apply that returned no UID (dry run) proves nothing and changes nothing.
   for (const InventoryEntry& entry : applied) {
     if (!entry.uid.empty()) {
-      InventoryEntry recorded = entry;
+      InventoryEntry& recorded = result.entries.emplace_back(entry);
       recorded.since.reset();
       recorded.missing_since.reset();
-      merged[entry.key()] = std::move(recorded);
     }
   }
-  Inventory result;
-  result.entries.reserve(merged.size());
-  for (auto& [key, entry] : merged)
-    result.entries.push_back(std::move(entry));
+  sort_and_deduplicate(result.entries);  // stable: what this cycle applied wins
   return result;
 }
 

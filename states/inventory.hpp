@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "core/error.hpp"
@@ -44,6 +45,9 @@ struct InventoryEntry {
   std::optional<std::chrono::system_clock::time_point> since{};
   std::optional<std::chrono::system_clock::time_point> missing_since{};
   ObjectKey key() const { return {group, kind, ns, name}; }
+  // The key's fields by reference, ordered as ObjectKey orders them: comparing entries
+  // through key() copied four strings on each side of every comparison.
+  auto key_fields() const { return std::tie(group, kind, ns, name); }
   friend bool operator==(const InventoryEntry&, const InventoryEntry&) = default;
 };
 

@@ -425,7 +425,7 @@ asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resol
   inventory = merge_inventory(inventory, recovered, {});
   inventory.pending = std::move(still_pending);
   std::sort(inventory.pending.begin(), inventory.pending.end(),
-            [](const InventoryEntry& a, const InventoryEntry& b) { return a.key() < b.key(); });
+            [](const InventoryEntry& a, const InventoryEntry& b) { return a.key_fields() < b.key_fields(); });
 }
 
 // Writes the parent Secret with this inventory (server-side apply, idempotent).
@@ -573,7 +573,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
         }
       }
       std::sort(loaded.inventory.pending.begin(), loaded.inventory.pending.end(),
-                [](const InventoryEntry& a, const InventoryEntry& b) { return a.key() < b.key(); });
+                [](const InventoryEntry& a, const InventoryEntry& b) { return a.key_fields() < b.key_fields(); });
       if (!(loaded.inventory == original)) {
         auto written = co_await write_parent(client, parent, options, loaded.inventory);
         if (written.ok()) {
