@@ -128,6 +128,8 @@ struct Engine::Impl {
   std::deque<json::Document> live_documents;  // a deque: growing it moves no document
   std::map<std::string, LiveSet> live_sets;
   // The background read of every pair (Engine::run waits for it before returning).
+  Clock::time_point run_started;
+  std::optional<Result<Plan>> planned;
   std::vector<std::vector<std::size_t>> prefetch_work;  // the slots of each pair, by when they run
   bool prefetch_running = false;
   std::unique_ptr<asio::steady_timer> prefetch_done;
@@ -1276,9 +1278,12 @@ struct Engine::Impl {
 Engine::Engine(DynamicClient& client, KindResolver& resolver, EngineOptions options)
     : client_(client), resolver_(resolver), options_(std::move(options)) {}
 
-asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
-  auto started = Clock::now();
-  Impl impl(client_, resolver_, options_, states);
+Engine::~Engine() = default;
+
+asio::awaitable<void> Engine::start(std::vector<manifests::State>& states) {
+  impl_ = std::make_unique<Impl>(client_, resolver_, options_, states);
+  Impl& impl = *impl_;
+  impl.run_started = Clock::now();
   // Resolve every kind up front (discovery is cached) so live objects can be read
   // in one request per (resource, namespace); kinds of CRDs created by this run
   // resolve later, when their state runs.
@@ -1286,9 +1291,41 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
     impl.slots[i].selected = !options_.selected || options_.selected(states[i]);
     co_await impl.resolve(i);
   }
+  impl.planned = plan_order(impl.plan_items());
+  if (!impl.planned->ok()) {
+    co_return;
+  }
+  auto executor = co_await asio::this_coro::executor;
+  impl.plan_prefetch(**impl.planned);
+  impl.prefetch_running = true;
+  impl.prefetch_done = std::make_unique<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+  asio::co_spawn(executor, impl.prefetch(), [&impl](std::exception_ptr failure) {
+    if (failure) {
+      spdlog::error("internal error while reading live objects");
+    }
+    impl.prefetch_running = false;
+    impl.prefetch_done->cancel();
+  });
+}
+
+asio::awaitable<void> Engine::abandon() {
+  if (impl_) {
+    while (impl_->prefetch_running) {  // its coroutine refers to impl_
+      boost::system::error_code ignored;
+      co_await impl_->prefetch_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    impl_.reset();
+  }
+}
+
+asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
+  if (!impl_) {
+    co_await start(states);
+  }
+  Impl& impl = *impl_;
   RunReport report;
   report.test_mode = options_.test_mode;
-  auto plan = plan_order(impl.plan_items());
+  const Result<Plan>& plan = *impl.planned;
   if (!plan.ok()) {
     report.errors.push_back("ordering: " + plan.error().message);
     for (std::size_t i = 0; i < states.size(); ++i) {
@@ -1296,17 +1333,6 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
       impl.fail(i, "not run: " + plan.error().message);
     }
   } else {
-    auto executor = co_await asio::this_coro::executor;
-    impl.plan_prefetch(*plan);
-    impl.prefetch_running = true;
-    impl.prefetch_done = std::make_unique<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
-    asio::co_spawn(executor, impl.prefetch(), [&impl](std::exception_ptr failure) {
-      if (failure) {
-        spdlog::error("internal error while reading live objects");
-      }
-      impl.prefetch_running = false;
-      impl.prefetch_done->cancel();
-    });
     co_await impl.run_plan(*plan);
     while (impl.prefetch_running) {  // its coroutine refers to impl
       boost::system::error_code ignored;
@@ -1335,7 +1361,8 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
       report.results.push_back(std::move(slot.result));
     }
   }
-  report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - impl.run_started).count();
+  impl_.reset();
   co_return report;
 }
 

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,15 @@ struct ObjectRef {
 class Engine {
  public:
   Engine(DynamicClient& client, KindResolver& resolver, EngineOptions options);
+  ~Engine();
+
+  // Optional, before run(): resolves the states' kinds, plans them and starts reading
+  // their live objects in the background, so that those reads overlap what the caller
+  // does before run() (reconcile records its pending inventory entries meanwhile).
+  // Sends no write. Then either run() with the same states, or abandon(): the engine
+  // must not be destroyed while its reads are in flight.
+  asio::awaitable<void> start(std::vector<manifests::State>& states);
+  asio::awaitable<void> abandon();
 
   // Runs every state in the order states/ordering plans (tiers, Namespaces and CRDs
   // first, `require` edges, deletes last). A state whose requisite failed fails
@@ -88,6 +98,7 @@ class Engine {
   DynamicClient& client_;
   KindResolver& resolver_;
   EngineOptions options_;
+  std::unique_ptr<Impl> impl_;  // between start() and the end of run() or abandon()
 };
 
 }  // namespace kstate::states

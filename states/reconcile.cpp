@@ -520,14 +520,23 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   // Before anything is applied, record what this cycle may create or take over
   // (pending entries), so that a cycle that dies half-way never leaves an object that
   // kstate created but did not record, and so could never prune.
+  if (!test_mode && !parent.readable) {
+    RunReport report;
+    report.errors.push_back("inventory: cannot read the ApplySet parent Secret " + parent_name + ": " +
+                            parent.error.describe() + " (nothing applied, nothing pruned)");
+    report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    co_return report;
+  }
+  EngineOptions engine_options = options.engine;
+  if (options.only_files) {
+    const std::set<std::string>& files = *options.only_files;
+    engine_options.selected = [&files](const manifests::State& state) { return files.count(state.source.file) > 0; };
+  }
+  Engine engine(client, resolver, engine_options);
+  // The states' live objects are read while the pending entries are recorded: reads
+  // may go first, no write goes before that record is on the server (engine.run).
+  co_await engine.start(states);
   if (!test_mode) {
-    if (!parent.readable) {
-      RunReport report;
-      report.errors.push_back("inventory: cannot read the ApplySet parent Secret " + parent_name + ": " +
-                              parent.error.describe() + " (nothing applied, nothing pruned)");
-      report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-      co_return report;
-    }
     if (tracking) {
       std::set<ObjectKey> declared_now;
       std::vector<InventoryEntry> intents;
@@ -585,18 +594,13 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
               "Secret " +
               parent_name + ": " + written.error().describe() + " (nothing applied, nothing pruned)");
           report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+          co_await engine.abandon();
           co_return report;
         }
       }
     }
   }
 
-  EngineOptions engine_options = options.engine;
-  if (options.only_files) {
-    const std::set<std::string>& files = *options.only_files;
-    engine_options.selected = [&files](const manifests::State& state) { return files.count(state.source.file) > 0; };
-  }
-  Engine engine(client, resolver, engine_options);
   RunReport report = co_await engine.run(states);
 
   if (!parent.readable) {
