@@ -612,3 +612,49 @@ TEST_CASE("a kind whose LIST is slow holds back only its own states: the others 
   CHECK_FALSE(cluster.get("/api/v1/namespaces/default/secrets/slow-2").IsNull());
   CHECK(std::chrono::steady_clock::now() - started >= std::chrono::seconds(3));
 }
+
+TEST_CASE("live objects are read while the pending inventory entries are written, and nothing is written before") {
+  Cluster cluster;
+  std::string objects;
+  for (int i = 0; i < 4; ++i) {
+    objects += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-" + std::to_string(i) +
+               ", namespace: default}\ndata: {k: v}\n";
+  }
+  auto dir = cluster.work.path() / "manifests";
+  write_file(dir / "objects.yaml", objects);
+  // The ApplySet parent's PATCH (the pending entries, before anything is created) is
+  // held at the server until released.
+  cluster.emulator.set_faults(
+      R"({"latencyMs":600000,"method":"PATCH","pathPrefix":"/api/v1/namespaces/kube-system/secrets/kstate"})");
+  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", dir.string(), "--kubeconfig",
+                                          cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                          (cluster.work.path() / "cache").string()});
+  const std::string parent = "/api/v1/namespaces/kube-system/secrets/kstate";
+  const std::string config_maps = "/api/v1/namespaces/default/configmaps";
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (cluster.emulator.count_delayed("PATCH", parent) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(cluster.emulator.count_delayed("PATCH", parent) == 1);
+  // While the record is held: the ConfigMaps' LIST went out, no ConfigMap was written.
+  while (cluster.emulator.count_requests("GET", config_maps) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(cluster.emulator.count_requests("GET", config_maps) == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(cluster.emulator.count_requests("PATCH", config_maps) == 0);
+  CHECK(cluster.get(config_maps + "/cm-0").IsNull());
+  cluster.emulator.clear_faults();
+  cluster.emulator.release_delayed();
+  int exit_code = -1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!run.running()) {
+      exit_code = run.stop(SIGTERM);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(exit_code == 0);
+  CHECK(cluster.emulator.count_requests("PATCH", config_maps) == 4);
+  CHECK_FALSE(cluster.get(config_maps + "/cm-3").IsNull());
+}
