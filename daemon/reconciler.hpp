@@ -29,6 +29,8 @@ struct ReconcileSummary {
   std::size_t deleted = 0;
   std::size_t failed = 0;
   std::size_t managed_objects = 0;
+  // Manifest files this cycle read (and hashed); a stat proved the others unchanged.
+  std::size_t files_read = 0;
   // Why the reconcile could not run or what went wrong outside any one state
   // (unreadable manifest folder, discovery failure, ...). Never secret material.
   std::string error;

@@ -116,8 +116,8 @@ ReconcileSummary summarize(const states::RunReport& report) {
   return summary;
 }
 
-StatesReconciler::StatesReconciler(boost::asio::io_context& io, DaemonConfig config, DaemonMetrics& metrics)
-    : io_(io), config_(std::move(config)), metrics_(metrics) {}
+StatesReconciler::StatesReconciler(boost::asio::io_context& io, DaemonConfig config, DaemonMetrics& metrics, Clock now)
+    : io_(io), config_(std::move(config)), metrics_(metrics), now_(std::move(now)) {}
 
 StatesReconciler::~StatesReconciler() = default;
 
@@ -201,18 +201,8 @@ bool StatesReconciler::refresh_file(const std::string& path) {
     refusal = manifest_permission_problem(path, normalized(config_.manifests_dir), ::geteuid(), folder_verdicts_);
   }
   const bool refused = refusal.has_value();
-  if (cached != files_.end() && !refused) {
-    bool same = true;
-    for (const auto& [file, hash] : cached->second.hashes) {
-      const std::string current = content_hash(file);
-      if (current.empty() || current != hash) {
-        same = false;
-        break;
-      }
-    }
-    if (same) {
-      return false;
-    }
+  if (cached != files_.end() && !refused && content_unchanged(cached->second)) {
+    return false;
   }
   LoadedFile entry;
   if (refused) {
@@ -221,7 +211,7 @@ bool StatesReconciler::refresh_file(const std::string& path) {
     problem.position.file = path;
     problem.message = *refusal;
     spdlog::error("{}", problem.to_string());
-    entry.hashes[path] = "";  // looked at again on every event and resync, so chmod go-w is enough
+    entry.contents[path] = {};  // looked at again on every event and resync, so chmod go-w is enough
     entry.errors.push_back(std::move(problem));
     entry.failed_files.insert(path);
     files_[path] = std::move(entry);
@@ -229,10 +219,20 @@ bool StatesReconciler::refresh_file(const std::string& path) {
   }
   manifests::LoadOptions options;
   options.check_references = false;
+  // Taken before the loader reads: a write during or after its read has a later ctime,
+  // so the fingerprints below (taken after it) are not trusted (see file_fingerprint.hpp).
+  const auto read_at = now_();
   manifests::LoadResult loaded = manifests::load_file(path, options);
-  entry.hashes = std::move(loaded.file_hashes);
-  if (entry.hashes.empty()) {
-    entry.hashes[path] = "";  // unreadable: always retried
+  for (auto& [file, hash] : loaded.file_hashes) {
+    files_read_.insert(file);
+    ReadContent& content = entry.contents[file];
+    content.sha256 = std::move(hash);
+    if (auto fingerprint = fingerprint_of(file); fingerprint && !content.sha256.empty()) {
+      content.read_as = ReadFingerprint{*fingerprint, read_at};
+    }
+  }
+  if (entry.contents.empty()) {
+    entry.contents[path] = {};  // unreadable: always retried
   }
   entry.states = std::move(loaded.states);
   // The objects are kept as compact JSON text: a RapidJSON document holds a 64 KiB pool
@@ -251,8 +251,30 @@ bool StatesReconciler::refresh_file(const std::string& path) {
   return true;
 }
 
+bool StatesReconciler::content_unchanged(LoadedFile& entry) {
+  for (auto& [file, content] : entry.contents) {
+    const auto stat_at = now_();
+    const std::optional<FileFingerprint> current = fingerprint_of(file);
+    if (!current) {
+      return false;
+    }
+    if (content.read_as && known_unchanged(*content.read_as, *current)) {
+      continue;
+    }
+    files_read_.insert(file);
+    const std::string hash = content_hash(file);
+    if (hash.empty() || hash != content.sha256) {
+      return false;
+    }
+    // Same content: this stat (taken before the read) may prove it next time.
+    content.read_as = ReadFingerprint{*current, stat_at};
+  }
+  return true;
+}
+
 boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
   folder_verdicts_.clear();
+  files_read_.clear();
   std::vector<manifests::LoadError> list_errors;
   const std::string dir = normalized(config_.manifests_dir);
   std::vector<std::string> listed = manifests::list_manifest_files({dir}, list_errors);
@@ -266,6 +288,8 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
   for (const auto& file : present) {
     refresh_file(file);
   }
+  spdlog::debug("{} manifest files, {} read (the others' stat proved them unchanged)", present.size(),
+                files_read_.size());
   manifests_listed_ = list_errors.empty();
   list_errors_.clear();
   for (const auto& error : list_errors) {
@@ -273,6 +297,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
     list_errors_.push_back(error.to_string());
   }
   ReconcileSummary summary = co_await run_cycle(std::nullopt, true);
+  summary.files_read = files_read_.size();
   release_free_memory();
   co_return summary;
 }
@@ -280,6 +305,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
 boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::vector<std::string> changed,
                                                                            std::vector<std::string> removed) {
   folder_verdicts_.clear();
+  files_read_.clear();
   std::set<std::string> to_run;
   bool any_removed = false;
   for (const auto& raw : removed) {
@@ -290,7 +316,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
     }
     // A removed included file: reload the files that include it (they now fail).
     for (auto& [file, entry] : files_) {
-      if (entry.hashes.count(path) != 0 && refresh_file(file)) {
+      if (entry.contents.count(path) != 0 && refresh_file(file)) {
         to_run.insert(file);
       }
     }
@@ -307,13 +333,14 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
       to_run.insert(path);
     }
     for (auto& [file, entry] : files_) {
-      if (file != path && entry.hashes.count(path) != 0 && refresh_file(file)) {
+      if (file != path && entry.contents.count(path) != 0 && refresh_file(file)) {
         to_run.insert(file);
       }
     }
   }
   if (to_run.empty() && !any_removed) {
     ReconcileSummary nothing;
+    nothing.files_read = files_read_.size();
     spdlog::debug("file events without content changes: nothing to do");
     co_return nothing;
   }
@@ -322,12 +349,13 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
   for (const auto& file : to_run) {
     only_files.insert(file);
     if (auto entry = files_.find(file); entry != files_.end()) {
-      for (const auto& [included, hash] : entry->second.hashes) {
+      for (const auto& [included, content] : entry->second.contents) {
         only_files.insert(included);
       }
     }
   }
   ReconcileSummary summary = co_await run_cycle(std::move(only_files), false);
+  summary.files_read = files_read_.size();
   release_free_memory();
   co_return summary;
 }

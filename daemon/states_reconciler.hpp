@@ -1,6 +1,8 @@
 // The daemon's real Reconciler (daemon/reconciler.hpp) on top of the states layer:
 // manifests are loaded per file and cached with the SHA-256 of their content (and of
-// the files they include), so a file event whose content did not change costs nothing;
+// the files they include), so a file event whose content did not change costs nothing,
+// and with a stat fingerprint of each (daemon/file_fingerprint.hpp), so a resync reads
+// again only the files whose stat says they may have changed;
 // references are re-checked across the whole set on every cycle; states run through
 // states::reconcile (engine + inventory + prune with every guard). The client and the
 // discovery (disk cache) are built lazily and rebuilt when a reload changes how the
@@ -8,6 +10,8 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -16,6 +20,7 @@
 
 #include "core/dynamic_client.hpp"
 #include "daemon/config.hpp"
+#include "daemon/file_fingerprint.hpp"
 #include "daemon/file_security.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/reconciler.hpp"
@@ -31,7 +36,10 @@ ReconcileSummary summarize(const states::RunReport& report);
 
 class StatesReconciler : public Reconciler {
  public:
-  StatesReconciler(boost::asio::io_context& io, DaemonConfig config, DaemonMetrics& metrics);
+  using Clock = std::function<std::chrono::system_clock::time_point()>;
+  // `now` is the wall clock file times are compared with (injected by tests).
+  StatesReconciler(boost::asio::io_context& io, DaemonConfig config, DaemonMetrics& metrics,
+                   Clock now = std::chrono::system_clock::now);
   ~StatesReconciler() override;
 
   boost::asio::awaitable<ReconcileSummary> full_reconcile() override;
@@ -43,17 +51,25 @@ class StatesReconciler : public Reconciler {
   void set_write_gate(std::function<bool()> may_write) override { may_write_ = std::move(may_write); }
 
  private:
+  struct ReadContent {
+    std::string sha256;                      // empty: could not be read (always read again)
+    std::optional<ReadFingerprint> read_as;  // its stat before that content was read
+  };
   // One top-level manifest file as last loaded.
   struct LoadedFile {
-    std::map<std::string, std::string> hashes;  // this file and every file it includes -> SHA-256
-    std::vector<manifests::State> states;       // with a null object: see `objects`
-    std::vector<std::string> objects;           // states[i]'s object as compact JSON
+    // This file and every file it includes: what was read of each.
+    std::map<std::string, ReadContent> contents;
+    std::vector<manifests::State> states;  // with a null object: see `objects`
+    std::vector<std::string> objects;      // states[i]'s object as compact JSON
     std::vector<manifests::LoadError> errors;
     std::set<std::string> failed_files;
   };
 
   // Loads `path` unless its content (and includes) are unchanged. True when (re)loaded.
   bool refresh_file(const std::string& path);
+  // Whether the files in `entry.contents` still have that content: a stat each, and a
+  // read only of those whose stat cannot prove it (updating their fingerprints).
+  bool content_unchanged(LoadedFile& entry);
   // Connects when not connected yet; false (with `error`) when the client cannot be built.
   Status connect();
   // Runs the states of `only_files` (all when nullopt) with prune per config.
@@ -72,6 +88,8 @@ class StatesReconciler : public Reconciler {
   std::size_t managed_objects_ = 0;       // as of the last cycle
   std::vector<std::string> list_errors_;  // why the folder could not be listed (missing, unreadable)
   std::map<std::string, LoadedFile> files_;
+  Clock now_;
+  std::set<std::string> files_read_;  // manifest files read since the current cycle started
   // Permission verdicts of folders during one scan (cleared when a scan starts).
   FolderVerdicts folder_verdicts_;
 

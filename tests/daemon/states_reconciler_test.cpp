@@ -1,0 +1,121 @@
+// The daemon's reconciler against the emulator, with an injected wall clock: a resync
+// reads again only the manifests whose stat cannot prove them unchanged, and still
+// applies every change made on disk.
+#include "daemon/states_reconciler.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+
+#include "core/json.hpp"
+#include "tests/support/emulator.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using kstate::daemon::ReconcileSummary;
+using kstate::daemon::StatesReconciler;
+using kstate::testing::Emulator;
+using kstate::testing::TempDir;
+using kstate::testing::write_file;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string config_map(const std::string& name, const std::string& value) {
+  return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: default\ndata:\n  value: \"" +
+         value + "\"\n";
+}
+
+// The "value" of a ConfigMap as the emulator stores it.
+std::string stored_value(Emulator& emulator, const std::string& name) {
+  auto reply = emulator.request("GET", "/api/v1/namespaces/default/configmaps/" + name);
+  REQUIRE(reply.status == 200);
+  auto object = kstate::json::parse(reply.body);
+  REQUIRE(object.ok());
+  const auto* value = kstate::json::find_path(*object, {"data", "value"});
+  return value != nullptr && value->IsString() ? value->GetString() : "";
+}
+
+void set_modified(const std::filesystem::path& path, const timespec& modified) {
+  const timespec times[2] = {{0, UTIME_OMIT}, modified};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
+struct Fixture {
+  Emulator emulator;
+  TempDir dir;
+  kstate::daemon::MetricsRegistry registry;
+  kstate::daemon::DaemonMetrics metrics{registry};
+  boost::asio::io_context io;
+  // The wall clock the reconciler sees: the real one plus `ahead`.
+  std::chrono::seconds ahead{0};
+
+  std::unique_ptr<StatesReconciler> make() {
+    kstate::daemon::DaemonConfig config;
+    config.manifests_dir = (dir.path() / "manifests").string();
+    config.kubeconfig = emulator.kubeconfig_path().string();
+    config.cache_dir = (dir.path() / "cache").string();
+    config.check_manifest_permissions = false;
+    return std::make_unique<StatesReconciler>(io, config, metrics,
+                                              [this] { return std::chrono::system_clock::now() + ahead; });
+  }
+  ReconcileSummary resync(StatesReconciler& reconciler) { return kstate::run_sync(io, reconciler.full_reconcile()); }
+};
+
+}  // namespace
+
+TEST_CASE("a resync reads only the manifests whose stat may have changed since they were read") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  for (const char* name : {"one", "two", "three"}) {
+    write_file(manifests / (std::string(name) + ".yaml"), config_map(name, "v1"));
+  }
+  auto reconciler = fixture.make();
+
+  ReconcileSummary first = fixture.resync(*reconciler);
+  REQUIRE(first.succeeded());
+  CHECK(first.created == 3);
+  CHECK(first.files_read == 3);
+
+  // Just written: their ctime is within the racy window of the stat taken when they
+  // were read, so each is read (and hashed) again.
+  ReconcileSummary racy = fixture.resync(*reconciler);
+  CHECK(racy.unchanged == 3);
+  CHECK(racy.files_read == 3);
+
+  // Seconds later the same stat proves them unchanged: nothing is read.
+  fixture.ahead = 3s;
+  CHECK(fixture.resync(*reconciler).files_read == 3);  // records stats taken 3 s after the ctime
+  ReconcileSummary quiet = fixture.resync(*reconciler);
+  CHECK(quiet.succeeded());
+  CHECK(quiet.unchanged == 3);
+  CHECK(quiet.files_read == 0);
+
+  SECTION("a file rewritten with the same size and its old mtime put back is read and applied") {
+    struct stat before {};
+    REQUIRE(::stat((manifests / "two.yaml").c_str(), &before) == 0);
+    write_file(manifests / "two.yaml", config_map("two", "v2"));
+    set_modified(manifests / "two.yaml", before.st_mtim);
+    ReconcileSummary changed = fixture.resync(*reconciler);
+    CHECK(changed.files_read == 1);
+    CHECK(changed.updated == 1);
+    CHECK(stored_value(fixture.emulator, "two") == "v2");
+  }
+  SECTION("a file replaced by a rename is read and applied") {
+    write_file(manifests / ".three.tmp", config_map("three", "v3"));
+    std::filesystem::rename(manifests / ".three.tmp", manifests / "three.yaml");
+    ReconcileSummary changed = fixture.resync(*reconciler);
+    CHECK(changed.files_read == 1);
+    CHECK(changed.updated == 1);
+    CHECK(stored_value(fixture.emulator, "three") == "v3");
+  }
+  SECTION("a removed file's objects are pruned without reading the others") {
+    std::filesystem::remove(manifests / "one.yaml");
+    ReconcileSummary removed = fixture.resync(*reconciler);
+    CHECK(removed.files_read == 0);
+    CHECK(removed.deleted == 1);
+    CHECK(fixture.emulator.request("GET", "/api/v1/namespaces/default/configmaps/one").status == 404);
+  }
+}
