@@ -26,30 +26,6 @@ namespace {
 // from a server or a file would overflow the stack.
 constexpr int max_nesting_depth = 10'000;
 
-// The deepest nesting of arrays and objects, counted outside strings.
-int nesting_depth(std::string_view text) {
-  int depth = 0;
-  int deepest = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 // Builds the document from the reader's events, converting numbers itself: RapidJSON
 // 1.1's own conversion misreads some (0e151 -> -1.57e-235, "0.000...0" with 31 zeros
 // -> 1.2e-240) and crashes on others (0.0333333333333333378E-333). Integers keep
@@ -69,10 +45,17 @@ class DocumentBuilder {
   bool Double(double value) { return document_.Double(value); }
   bool String(const char* text, rapidjson::SizeType length, bool copy) { return document_.String(text, length, copy); }
   bool Key(const char* text, rapidjson::SizeType length, bool copy) { return document_.Key(text, length, copy); }
-  bool StartObject() { return document_.StartObject(); }
-  bool EndObject(rapidjson::SizeType members) { return document_.EndObject(members); }
-  bool StartArray() { return document_.StartArray(); }
-  bool EndArray(rapidjson::SizeType elements) { return document_.EndArray(elements); }
+  // RapidJSON's reader recurses once per level: stopping at the limit bounds the stack.
+  bool StartObject() { return enter() && document_.StartObject(); }
+  bool EndObject(rapidjson::SizeType members) {
+    --depth_;
+    return document_.EndObject(members);
+  }
+  bool StartArray() { return enter() && document_.StartArray(); }
+  bool EndArray(rapidjson::SizeType elements) {
+    --depth_;
+    return document_.EndArray(elements);
+  }
 
   bool RawNumber(const char* text, rapidjson::SizeType length, bool /*copy*/) {
     std::string number(text, length);
@@ -99,19 +82,23 @@ class DocumentBuilder {
   }
 
   bool out_of_range() const { return out_of_range_; }
+  bool too_deep() const { return too_deep_; }
 
  private:
+  bool enter() {
+    too_deep_ = ++depth_ > max_nesting_depth;
+    return !too_deep_;
+  }
+
   Document& document_;
+  int depth_ = 0;
   bool out_of_range_ = false;
+  bool too_deep_ = false;
 };
 
 }  // namespace
 
 Result<Document> parse(std::string_view text) {
-  if (nesting_depth(text) > max_nesting_depth) {
-    return Error(ErrorKind::invalid_input,
-                 "invalid JSON: nested deeper than " + std::to_string(max_nesting_depth) + " levels");
-  }
   Document doc;
   rapidjson::Reader reader;
   rapidjson::MemoryStream bytes(text.data(), text.size());
@@ -121,6 +108,10 @@ Result<Document> parse(std::string_view text) {
     return !reader.Parse<rapidjson::kParseNumbersAsStringsFlag>(stream, builder).IsError();
   };
   doc.Populate(generate);
+  if (builder.too_deep()) {
+    return Error(ErrorKind::invalid_input,
+                 "invalid JSON: nested deeper than " + std::to_string(max_nesting_depth) + " levels");
+  }
   if (reader.HasParseError()) {
     std::string what = builder.out_of_range() ? "Number too big to be stored in double."
                                               : rapidjson::GetParseError_En(reader.GetParseErrorCode());

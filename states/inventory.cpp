@@ -23,6 +23,11 @@ bool by_key(const InventoryEntry& a, const InventoryEntry& b) {
 }
 
 void sort_and_deduplicate(std::vector<InventoryEntry>& entries) {
+  // An inventory kstate wrote is already in order, one entry per key.
+  const auto out_of_order = [](const InventoryEntry& a, const InventoryEntry& b) { return !by_key(a, b); };
+  if (std::adjacent_find(entries.begin(), entries.end(), out_of_order) == entries.end()) {
+    return;
+  }
   // stable: of two entries with one key, the later one (appended last) wins.
   std::stable_sort(entries.begin(), entries.end(), by_key);
   std::vector<InventoryEntry> unique;
@@ -233,24 +238,61 @@ LoadedInventory load_inventory(const json::Value* parent_secret) {
 
 Inventory merge_inventory(const Inventory& previous, const std::vector<InventoryEntry>& applied,
                           const std::vector<ObjectKey>& removed) {
-  const std::set<ObjectKey> removed_keys(removed.begin(), removed.end());
-  Inventory result;
-  result.entries.reserve(previous.entries.size() + applied.size());
-  for (const InventoryEntry& entry : previous.entries) {
-    if (removed_keys.empty() || removed_keys.count(entry.key()) == 0) {
-      result.entries.push_back(entry);
-    }
-  }
-  // After removals: an object deleted and re-created in one cycle is recorded again.
-  // An apply that returned no UID (dry run) proves nothing and changes nothing.
+  // An apply that returned no UID (dry run) proves nothing and changes nothing. Of two
+  // applies of one key, the later wins (stable sort, then the last of each run).
+  std::vector<const InventoryEntry*> recorded;
+  recorded.reserve(applied.size());
   for (const InventoryEntry& entry : applied) {
     if (!entry.uid.empty()) {
-      InventoryEntry& recorded = result.entries.emplace_back(entry);
-      recorded.since.reset();
-      recorded.missing_since.reset();
+      recorded.push_back(&entry);
     }
   }
-  sort_and_deduplicate(result.entries);  // stable: what this cycle applied wins
+  std::stable_sort(recorded.begin(), recorded.end(),
+                   [](const InventoryEntry* a, const InventoryEntry* b) { return by_key(*a, *b); });
+  const std::set<ObjectKey> removed_keys(removed.begin(), removed.end());
+  const auto kept = [&removed_keys](const InventoryEntry& entry) {
+    return removed_keys.empty() || removed_keys.count(entry.key()) == 0;
+  };
+
+  // Decoded and merged inventories are sorted with one entry per key; any other is
+  // put in that order first.
+  std::vector<InventoryEntry> sorted_previous;
+  const std::vector<InventoryEntry>* previous_entries = &previous.entries;
+  const auto out_of_order = [](const InventoryEntry& a, const InventoryEntry& b) { return !by_key(a, b); };
+  if (std::adjacent_find(previous.entries.begin(), previous.entries.end(), out_of_order) != previous.entries.end()) {
+    sorted_previous = previous.entries;
+    sort_and_deduplicate(sorted_previous);
+    previous_entries = &sorted_previous;
+  }
+
+  // One pass over both sorted lists. An entry applied in this cycle replaces the
+  // previous one and carries no pending times; one deleted and re-created in this
+  // cycle is recorded again (removals apply to the previous entries only).
+  Inventory result;
+  result.entries.reserve(previous_entries->size() + recorded.size());
+  auto old_entry = previous_entries->begin();
+  for (std::size_t i = 0; i < recorded.size(); ++i) {
+    if (i + 1 < recorded.size() && recorded[i + 1]->key_fields() == recorded[i]->key_fields()) {
+      continue;
+    }
+    const InventoryEntry& entry = *recorded[i];
+    for (; old_entry != previous_entries->end() && by_key(*old_entry, entry); ++old_entry) {
+      if (kept(*old_entry)) {
+        result.entries.push_back(*old_entry);
+      }
+    }
+    if (old_entry != previous_entries->end() && old_entry->key_fields() == entry.key_fields()) {
+      ++old_entry;
+    }
+    InventoryEntry& added = result.entries.emplace_back(entry);
+    added.since.reset();
+    added.missing_since.reset();
+  }
+  for (; old_entry != previous_entries->end(); ++old_entry) {
+    if (kept(*old_entry)) {
+      result.entries.push_back(*old_entry);
+    }
+  }
   return result;
 }
 

@@ -4,6 +4,8 @@
 #include "states/inventory.hpp"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <random>
 
 #include "core/encoding.hpp"
 
@@ -243,4 +245,59 @@ TEST_CASE("pending entries keep when they were added and found missing, and olde
   REQUIRE(merged.entries.size() == 1);
   CHECK_FALSE(merged.entries[0].since);
   CHECK(states::encode_inventory(merged).find("since") == std::string::npos);
+}
+
+TEST_CASE("merging agrees with a plain model on random inventories, applies and removals", "[inventory][randomized]") {
+  // The model: start from the previous entries, drop the removed keys, then each apply
+  // with a UID in order (the last of one key wins), without pending times.
+  std::mt19937 random(20261121);
+  const auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(random); };
+  const auto random_entry = [&](const std::string& uid) {
+    const char* kinds[] = {"ConfigMap", "Secret", "Role"};
+    const char* groups[] = {"", "rbac.authorization.k8s.io"};
+    return entry(kinds[pick(3)], "ns-" + std::to_string(pick(3)), "n-" + std::to_string(pick(6)), uid, groups[pick(2)],
+                 "dir/" + std::to_string(pick(100)) + ".yaml");
+  };
+  for (int round = 0; round < 300; ++round) {
+    INFO("round " << round);
+    states::Inventory previous;
+    std::vector<InventoryEntry> applied;
+    std::vector<states::ObjectKey> removed;
+    for (int i = pick(20); i > 0; --i) {
+      previous.entries.push_back(random_entry("old-" + std::to_string(i)));
+      previous.entries.back().since = std::chrono::system_clock::time_point(std::chrono::seconds(pick(1000)));
+    }
+    if (pick(2) == 0) {  // as decoded: sorted, one per key
+      auto decoded = states::decode_inventory(states::encode_inventory(previous));
+      REQUIRE(decoded.ok());
+      previous.entries = decoded->entries;
+    }
+    for (int i = pick(20); i > 0; --i) {
+      applied.push_back(random_entry(pick(4) == 0 ? "" : "new-" + std::to_string(i)));
+    }
+    for (int i = pick(6); i > 0; --i) {
+      removed.push_back(random_entry("").key());
+    }
+
+    std::map<states::ObjectKey, InventoryEntry> model;
+    for (const auto& old : previous.entries) {
+      model[old.key()] = old;  // an unsorted list: the later entry of one key wins
+    }
+    for (const auto& key : removed) {
+      model.erase(key);
+    }
+    for (const auto& now : applied) {
+      if (!now.uid.empty()) {
+        InventoryEntry recorded = now;
+        recorded.since.reset();
+        recorded.missing_since.reset();
+        model[now.key()] = recorded;
+      }
+    }
+    std::vector<InventoryEntry> expected;
+    for (const auto& [key, value] : model) {
+      expected.push_back(value);
+    }
+    CHECK(states::merge_inventory(previous, applied, removed).entries == expected);
+  }
 }
