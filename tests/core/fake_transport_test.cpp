@@ -6,6 +6,7 @@
 #include "tests/support/fake_transport.hpp"
 
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "core/dynamic_client.hpp"
 #include "core/retry.hpp"
@@ -63,6 +64,42 @@ TEST_CASE("DynamicClient over the fake transport: paged list, typed errors", "[c
   CHECK(missing.error().kind == ErrorKind::not_found);
   CHECK(missing.error().reason == "NotFound");
   CHECK(fake.stats().requests["GET 404"] == 1);
+}
+
+TEST_CASE("DynamicClient parses large answers on the executor it is given, with the same results and errors",
+          "[client][fake]") {
+  FakeTransport fake;
+  std::string items;
+  for (int i = 0; i < 50; ++i) {
+    items += std::string(i == 0 ? "" : ",") + R"({"metadata":{"name":"item-)" + std::to_string(i) + R"("}})";
+  }
+  fake.respond(200, R"({"kind":"DeploymentList","metadata":{"resourceVersion":"7"},"items":[)" + items + "]}");
+  fake.respond(200, R"({"kind":"Deployment"})");                             // under the size: parsed where it arrived
+  fake.respond(200, R"({"kind":"DeploymentList","items":[)" + items + "]");  // truncated
+  DynamicClient client(fake);
+  // The decoding thread: counts the handlers it ran.
+  boost::asio::io_context decoding;
+  auto keep_running = boost::asio::make_work_guard(decoding);
+  std::size_t decoded_there = 0;
+  std::thread decoder([&] { decoded_there = decoding.run(); });
+  client.decode_on(decoding.get_executor(), 256);
+
+  boost::asio::io_context io;
+  auto listed = run_sync(io, client.list(deployments(), "prod"));
+  auto small = run_sync(io, client.get(deployments(), "prod", "d"));
+  auto truncated = run_sync(io, client.list(deployments(), "prod"));
+  keep_running.reset();
+  decoder.join();
+
+  REQUIRE(listed.ok());
+  CHECK(json::find(*listed, "items")->Size() == 50);
+  CHECK(json::string_or(json::find_path((*listed)["items"][49], {"metadata", "name"}), "") == "item-49");
+  REQUIRE(small.ok());
+  CHECK(json::string_or(json::find(*small, "kind"), "") == "Deployment");
+  REQUIRE_FALSE(truncated.ok());
+  CHECK(truncated.error().kind == ErrorKind::invalid);
+  CHECK(truncated.error().message.find("the server's answer is not JSON") != std::string::npos);
+  CHECK(decoded_there == 2);  // the two large answers
 }
 
 TEST_CASE("watch over the fake transport: events split across reads, a stream cut inside an event",
