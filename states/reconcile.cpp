@@ -514,7 +514,9 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   ParentSecret& parent = *start.parent;
   LoadedInventory loaded = std::move(parent.loaded);
   const Inventory original = loaded.inventory;
-  Inventory on_server = original;  // what the parent holds, as far as this cycle knows
+  // What the parent holds, as far as this cycle knows: the original, or the inventory
+  // with this cycle's pending entries once they are written (not modified after that).
+  const Inventory* on_server = &original;
   const bool tracking = parent.readable && loaded.status != InventoryStatus::corrupt;
 
   // Before anything is applied, record what this cycle may create or take over
@@ -586,7 +588,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
       if (!(loaded.inventory == original)) {
         auto written = co_await write_parent(client, parent, options, loaded.inventory);
         if (written.ok()) {
-          on_server = loaded.inventory;
+          on_server = &loaded.inventory;
         } else {
           RunReport report;
           report.errors.push_back(
@@ -616,9 +618,10 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   std::vector<ObjectKey> removed;
   if (options.prune) {
     PruneInput input;
-    input.inventory = loaded.inventory;
+    // Lent to the prune decision (not copied) and taken back right after it.
+    input.inventory = std::move(loaded.inventory);
     input.declared = report.declared;
-    declare_generated(states, loaded.inventory, input.declared);
+    declare_generated(states, input.inventory, input.declared);
     input.applyset_id = id;
     input.guards.prune_enabled = true;
     input.guards.load_failed = options.load_failed;
@@ -628,11 +631,12 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     input.guards.allow_empty_prune = options.allow_empty_prune;
     input.guards.inventory_corrupt = loaded.status == InventoryStatus::corrupt;
     if (held_guards(input.guards).empty()) {
-      input.live = co_await read_candidates(client, resolver, loaded.inventory, input.declared);
+      input.live = co_await read_candidates(client, resolver, input.inventory, input.declared);
       input.containers_with_foreign_objects =
-          co_await foreign_contents(client, resolver, loaded.inventory, input.live, input.declared);
+          co_await foreign_contents(client, resolver, input.inventory, input.live, input.declared);
     }
     PruneDecision decision = decide_prune(input);
+    loaded.inventory = std::move(input.inventory);
     if (!decision.held_back_by.empty()) {
       report.notes.push_back("prune held back: " + join(decision.held_back_by, "; "));
     }
@@ -697,7 +701,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
         next.pending.push_back(entry);
       }
     }
-    if (parent.object.IsNull() || !(next == on_server)) {
+    if (parent.object.IsNull() || !(next == *on_server)) {
       if (auto written = co_await write_parent(client, parent, options, next); !written.ok()) {
         report.errors.push_back("inventory: cannot write the ApplySet parent Secret " + parent_name + ": " +
                                 written.error().describe());
