@@ -130,7 +130,13 @@ struct Engine::Impl {
   // The background read of every pair (Engine::run waits for it before returning).
   Clock::time_point run_started;
   std::optional<Result<Plan>> planned;
-  std::vector<std::vector<std::size_t>> prefetch_work;  // the slots of each pair, by when they run
+  // One background read: the slots of one pair, or of every pair of one kind when they
+  // are read together across namespaces (see plan_prefetch). By when they run.
+  struct PrefetchWork {
+    std::vector<std::vector<std::size_t>> pairs;
+    bool across_namespaces = false;
+  };
+  std::vector<PrefetchWork> prefetch_work;
   bool prefetch_running = false;
   std::unique_ptr<asio::steady_timer> prefetch_done;
   // Test mode: Namespaces and CRD kinds that would only be created by this run.
@@ -240,6 +246,13 @@ struct Engine::Impl {
   // the background while the plan runs, the pairs of the states that run first read
   // first, and a state waits only for its own pair: so the first writes go out while
   // other pairs are still being read, instead of after every read.
+  // A namespaced kind whose objects are all recorded in the inventory (options.recorded:
+  // kstate wrote them, so they carry its ownership labels) and spread over several
+  // namespaces is read with one LIST across namespaces selected by those labels, as
+  // `kubectl get -A -l` would: a re-apply of 8 kinds in 10 namespaces sends 8 LISTs
+  // instead of 80. A pair in which that LIST lacks one of the objects (deleted, or its
+  // labels removed, by someone else) is then read on its own, so "absent" is only ever
+  // concluded from a complete read.
   // Called synchronously before the plan starts: marks every pair as being read, so
   // that no state reads its object on its own meanwhile, and lists the reads to make.
   void plan_prefetch(const Plan& plan) {
@@ -255,15 +268,29 @@ struct Engine::Impl {
         pairs[live_key(*slots[i].resource, slots[i].ref.ns)].push_back(i);
       }
     }
-    auto& work = prefetch_work;
+    // Pairs grouped by kind (the key without its namespace).
+    std::map<std::string, std::vector<std::vector<std::size_t>>> kinds;
     for (auto& [key, members] : pairs) {
       live_sets[key].phase = LiveSet::Phase::reading;
-      work.push_back(std::move(members));
+      const Slot& first = slots[members.front()];
+      kinds[live_key(*first.resource, "")].push_back(std::move(members));
     }
-    auto first_position = [&](const std::vector<std::size_t>& members) {
+    auto& work = prefetch_work;
+    for (auto& [kind, kind_pairs] : kinds) {
+      if (read_across_namespaces(kind_pairs)) {
+        work.push_back(PrefetchWork{std::move(kind_pairs), true});
+        continue;
+      }
+      for (auto& members : kind_pairs) {
+        work.push_back(PrefetchWork{{std::move(members)}, false});
+      }
+    }
+    auto first_position = [&](const PrefetchWork& read) {
       std::size_t first = slots.size();
-      for (std::size_t i : members) {
-        first = std::min(first, position[i]);
+      for (const auto& members : read.pairs) {
+        for (std::size_t i : members) {
+          first = std::min(first, position[i]);
+        }
       }
       return first;
     };
@@ -271,46 +298,128 @@ struct Engine::Impl {
                      [&](const auto& a, const auto& b) { return first_position(a) < first_position(b); });
   }
 
+  bool read_across_namespaces(const std::vector<std::vector<std::size_t>>& kind_pairs) const {
+    if (kind_pairs.size() < 2 || !options.recorded || options.ownership_labels.empty() ||
+        !slots[kind_pairs.front().front()].resource->namespaced) {
+      return false;
+    }
+    for (const auto& members : kind_pairs) {
+      for (std::size_t i : members) {
+        if (!options.recorded(slots[i].ref)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  std::string ownership_selector() const {
+    std::string selector;
+    for (const auto& [key, value] : options.ownership_labels) {
+      selector += (selector.empty() ? "" : ",") + key + "=" + value;
+    }
+    return selector;
+  }
+
+  // Marks a pair read (or unread: its states then read their objects one by one and
+  // report) and wakes the states waiting for it. Objects remembered meanwhile
+  // (generateName look-ups) are newer than the read, so they are kept.
+  void finish_pair_read(const std::string& key, std::vector<std::pair<std::string, const json::Value*>>& found,
+                        bool read_ok) {
+    LiveSet& set = live_sets[key];
+    for (auto& [name, object] : found) {
+      set.objects.emplace(std::move(name), object);
+    }
+    set.phase = read_ok ? LiveSet::Phase::read : LiveSet::Phase::unread;
+    if (set.read_done) {
+      set.read_done->cancel();
+    }
+  }
+
+  // One pair on its own: a GET for a single object, else a LIST of the namespace.
+  asio::awaitable<void> read_pair(const std::vector<std::size_t>& members) {
+    const Slot& first = slots[members.front()];
+    const std::string key = live_key(*first.resource, first.ref.ns);
+    bool read_ok = false;
+    std::vector<std::pair<std::string, const json::Value*>> found;
+    const ListOptions everything;
+    if (members.size() == 1) {
+      auto got = co_await read(first);
+      if (got.ok()) {
+        live_documents.push_back(std::move(got).value());
+        found.emplace_back(first.ref.name, &live_documents.back());
+        read_ok = true;
+      } else if (got.error().kind == ErrorKind::not_found) {
+        read_ok = true;
+      }
+    } else {
+      auto listed = co_await read_all(first, everything);
+      if (listed.ok()) {
+        live_documents.push_back(std::move(listed).value());
+        const json::Value* items = json::find(live_documents.back(), "items");
+        if (items != nullptr && items->IsArray()) {
+          for (const auto& item : items->GetArray()) {
+            found.emplace_back(string_at(item, {"metadata", "name"}), &item);
+          }
+        }
+        read_ok = true;
+      }
+    }
+    finish_pair_read(key, found, read_ok);
+  }
+
+  // Every pair of one kind: one LIST across namespaces selected by the ownership
+  // labels; the pairs it does not fully answer (or all, when it fails: e.g. no
+  // permission to list across namespaces) are then read on their own.
+  asio::awaitable<void> read_kind(const std::vector<std::vector<std::size_t>>& kind_pairs) {
+    const Slot& first = slots[kind_pairs.front().front()];
+    ListOptions owned;
+    owned.label_selector = ownership_selector();
+    ApiResource resource = *first.resource;
+    std::string all_namespaces;
+    auto listed = co_await client.list(resource, all_namespaces, owned);
+    std::vector<const std::vector<std::size_t>*> unanswered;
+    if (!listed.ok()) {
+      for (const auto& members : kind_pairs) {
+        unanswered.push_back(&members);
+      }
+    } else {
+      live_documents.push_back(std::move(listed).value());
+      // namespace -> name -> object
+      std::map<std::string, std::map<std::string, const json::Value*>, std::less<>> by_namespace;
+      if (const json::Value* items = json::find(live_documents.back(), "items"); items != nullptr && items->IsArray()) {
+        for (const auto& item : items->GetArray()) {
+          by_namespace[string_at(item, {"metadata", "namespace"})][string_at(item, {"metadata", "name"})] = &item;
+        }
+      }
+      for (const auto& members : kind_pairs) {
+        const std::string& ns = slots[members.front()].ref.ns;
+        auto listed_here = by_namespace.find(ns);
+        bool complete = listed_here != by_namespace.end();
+        for (std::size_t i = 0; complete && i < members.size(); ++i) {
+          complete = listed_here->second.count(slots[members[i]].ref.name) != 0;
+        }
+        if (!complete) {
+          unanswered.push_back(&members);
+          continue;
+        }
+        std::vector<std::pair<std::string, const json::Value*>> found(listed_here->second.begin(),
+                                                                      listed_here->second.end());
+        finish_pair_read(live_key(resource, ns), found, true);
+      }
+    }
+    for (const auto* members : unanswered) {
+      co_await read_pair(*members);
+    }
+  }
+
   asio::awaitable<void> prefetch() {
     co_await for_each_bounded(prefetch_work.size(), [&](std::size_t w) -> asio::awaitable<void> {
-      const std::vector<std::size_t>& members = prefetch_work[w];
-      const Slot& first = slots[members.front()];
-      const std::string key = live_key(*first.resource, first.ref.ns);
-      bool read_ok = false;
-      std::vector<std::pair<std::string, const json::Value*>> found;
-      const ListOptions everything;
-      if (members.size() == 1) {
-        auto got = co_await read(first);
-        if (got.ok()) {
-          live_documents.push_back(std::move(got).value());
-          found.emplace_back(first.ref.name, &live_documents.back());
-          read_ok = true;
-        } else if (got.error().kind == ErrorKind::not_found) {
-          read_ok = true;
-        }
+      const PrefetchWork& read = prefetch_work[w];
+      if (read.across_namespaces) {
+        co_await read_kind(read.pairs);
       } else {
-        auto listed = co_await read_all(first, everything);
-        if (listed.ok()) {
-          live_documents.push_back(std::move(listed).value());
-          const json::Value* items = json::find(live_documents.back(), "items");
-          if (items != nullptr && items->IsArray()) {
-            for (const auto& item : items->GetArray()) {
-              found.emplace_back(string_at(item, {"metadata", "name"}), &item);
-            }
-          }
-          read_ok = true;
-        }
-      }
-      LiveSet& set = live_sets[key];
-      // A failed read is not fatal: each state of the pair reads its object itself
-      // and reports. Objects remembered meanwhile (generateName look-ups) are newer
-      // than the LIST, so they are kept.
-      for (auto& [name, object] : found) {
-        set.objects.emplace(std::move(name), object);
-      }
-      set.phase = read_ok ? LiveSet::Phase::read : LiveSet::Phase::unread;
-      if (set.read_done) {
-        set.read_done->cancel();
+        co_await read_pair(read.pairs.front());
       }
     });
   }

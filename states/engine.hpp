@@ -42,6 +42,8 @@ class KindResolver {
   }
 };
 
+struct ObjectRef;
+
 struct EngineOptions {
   bool test_mode = false;
   int concurrency = 16;
@@ -63,6 +65,11 @@ struct EngineOptions {
   // reconcile); the others are still resolved and count as declared, so prune never
   // mistakes them for removed objects.
   std::function<bool(const manifests::State&)> selected;
+  // Whether the inventory records this object (kstate wrote it, so it carries
+  // ownership_labels). When every object of a namespaced kind is recorded and they
+  // span several namespaces, they are read with one LIST across namespaces selected by
+  // ownership_labels instead of one LIST per namespace. Unset: one per namespace.
+  std::function<bool(const ObjectRef&)> recorded;
   // Injected so tests of waits never sleep longer than needed.
   std::function<asio::awaitable<void>(std::chrono::milliseconds)> sleep;
 };

@@ -534,6 +534,13 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     const std::set<std::string>& files = *options.only_files;
     engine_options.selected = [&files](const manifests::State& state) { return files.count(state.source.file) > 0; };
   }
+  if (tracking) {
+    // Objects the inventory records are read per kind across namespaces (engine.hpp).
+    const Inventory& recorded = loaded.inventory;
+    engine_options.recorded = [&recorded](const ObjectRef& ref) {
+      return recorded.find(ObjectKey{ref.gvk.group, ref.gvk.kind, ref.ns, ref.name}) != nullptr;
+    };
+  }
   Engine engine(client, resolver, engine_options);
   // The states' live objects are read while the pending entries are recorded: reads
   // may go first, no write goes before that record is on the server (engine.run).

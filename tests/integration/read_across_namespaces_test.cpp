@@ -1,0 +1,160 @@
+// How `kstate apply` reads live objects kstate already owns: one LIST per kind across
+// namespaces, selected by kstate's ownership labels, instead of one per namespace; and
+// how it still finds objects that someone else deleted or stripped of those labels, or
+// when listing across namespaces is not allowed.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+#include "tests/support/emulator.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using kstate::testing::Emulator;
+using kstate::testing::ProcessResult;
+using kstate::testing::TempDir;
+using kstate::testing::write_file;
+namespace json = kstate::json;
+
+namespace {
+
+const std::vector<std::string> namespaces = {"team-a", "team-b", "team-c"};
+
+// Three namespaces, each with two ConfigMaps and a Secret.
+void write_manifests(const std::filesystem::path& dir) {
+  for (const auto& ns : namespaces) {
+    write_file(dir / (ns + ".yaml"), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + ns +
+                                         "\n---\n"
+                                         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n  namespace: " +
+                                         ns +
+                                         "\ndata:\n  color: blue\n---\n"
+                                         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n  namespace: " +
+                                         ns +
+                                         "\ndata:\n  size: large\n---\n"
+                                         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  namespace: " +
+                                         ns + "\nstringData:\n  token: not-a-real-token\n");
+  }
+}
+
+struct Cluster {
+  Emulator emulator;
+  TempDir work{"kstate-read"};
+
+  ProcessResult apply() {
+    std::vector<std::string> argv{KSTATE_BINARY,
+                                  "apply",
+                                  (work.path() / "manifests").string(),
+                                  "--kubeconfig",
+                                  emulator.kubeconfig_path().string(),
+                                  "--cache-dir",
+                                  (work.path() / "cache").string()};
+    auto result = kstate::testing::run_process(argv);
+    UNSCOPED_INFO("kstate apply exit " << result.exit_code << "\nstdout:\n"
+                                       << result.out << "\nstderr:\n"
+                                       << result.err);
+    return result;
+  }
+  int writes() {
+    return emulator.count_requests("POST", "/api") + emulator.count_requests("PATCH", "/api") +
+           emulator.count_requests("PUT", "/api") + emulator.count_requests("DELETE", "/api");
+  }
+  // GETs of exactly this path (a LIST across namespaces has no namespace in it).
+  std::vector<std::string> queries_of(const std::string& path) {
+    auto log = json::parse(emulator.request_log());
+    REQUIRE(log.ok());
+    std::vector<std::string> queries;
+    for (const auto& entry : (*log)["requests"].GetArray()) {
+      if (json::string_or(json::find(entry, "method"), "") == "GET" &&
+          json::string_or(json::find(entry, "path"), "") == path) {
+        queries.emplace_back(json::string_or(json::find(entry, "query"), ""));
+      }
+    }
+    return queries;
+  }
+  int lists_per_namespace(const std::string& plural) {
+    int count = 0;
+    for (const auto& ns : namespaces) {
+      count += static_cast<int>(queries_of("/api/v1/namespaces/" + ns + "/" + plural).size());
+    }
+    return count;
+  }
+  std::string label(const std::string& path, const std::string& key) {
+    auto reply = emulator.request("GET", path);
+    REQUIRE(reply.status == 200);
+    auto object = json::parse(reply.body);
+    REQUIRE(object.ok());
+    const json::Value* labels = json::find_path(*object, {"metadata", "labels"});
+    const json::Value* value = labels == nullptr ? nullptr : json::find(*labels, key);
+    return value != nullptr && value->IsString() ? value->GetString() : "";
+  }
+};
+
+constexpr const char* part_of = "applyset.kubernetes.io/part-of";
+
+}  // namespace
+
+TEST_CASE("a re-apply reads each kind kstate owns once across namespaces, selected by its labels") {
+  Cluster cluster;
+  write_manifests(cluster.work.path() / "manifests");
+
+  // First apply: nothing is recorded yet, so each namespace is read on its own
+  // (objects that exist without kstate's labels must be seen).
+  REQUIRE(cluster.apply().exit_code == 0);
+  CHECK(cluster.queries_of("/api/v1/configmaps").empty());
+  CHECK(cluster.lists_per_namespace("configmaps") == 3);
+
+  cluster.emulator.reset_request_log();
+  REQUIRE(cluster.apply().exit_code == 0);
+  CHECK(cluster.writes() == 0);
+  const auto config_maps = cluster.queries_of("/api/v1/configmaps");
+  REQUIRE(config_maps.size() == 1);
+  CHECK(config_maps[0].find("labelSelector=") != std::string::npos);
+  CHECK(config_maps[0].find("part-of") != std::string::npos);
+  CHECK(cluster.queries_of("/api/v1/secrets").size() == 1);
+  CHECK(cluster.lists_per_namespace("configmaps") == 0);
+  CHECK(cluster.lists_per_namespace("secrets") == 0);
+}
+
+TEST_CASE("objects kstate owns that someone deleted or stripped of its labels are still found and put right") {
+  Cluster cluster;
+  write_manifests(cluster.work.path() / "manifests");
+  REQUIRE(cluster.apply().exit_code == 0);
+  const std::string stripped = "/api/v1/namespaces/team-a/configmaps/one";
+  REQUIRE_FALSE(cluster.label(stripped, part_of).empty());
+  auto patched =
+      cluster.emulator.request("PATCH", stripped, R"({"metadata":{"labels":null}})", "application/merge-patch+json");
+  REQUIRE(patched.status == 200);
+  REQUIRE(cluster.label(stripped, part_of).empty());
+  REQUIRE(cluster.emulator.request("DELETE", "/api/v1/namespaces/team-b/configmaps/two").status == 200);
+
+  cluster.emulator.reset_request_log();
+  auto again = cluster.apply();
+  CHECK(again.exit_code == 0);
+  // The LIST across namespaces lacked them: their namespaces were read on their own,
+  // so the stripped object was updated (not created twice) and the deleted one created.
+  CHECK(cluster.queries_of("/api/v1/configmaps").size() == 1);
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-a/configmaps").size() == 1);
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-b/configmaps").size() == 1);
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-c/configmaps").empty());
+  CHECK(cluster.emulator.count_requests("POST", "/api/v1/namespaces/team-a/configmaps") == 0);
+  CHECK_FALSE(cluster.label(stripped, part_of).empty());
+  CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-b/configmaps/two").status == 200);
+  CHECK(again.out.find("Failed: 0") != std::string::npos);
+}
+
+TEST_CASE("when listing across namespaces is refused, each namespace is read on its own") {
+  Cluster cluster;
+  write_manifests(cluster.work.path() / "manifests");
+  REQUIRE(cluster.apply().exit_code == 0);
+  // As a user allowed to list ConfigMaps only namespace by namespace.
+  cluster.emulator.set_faults(
+      R"({"failFraction":1.0,"failCode":403,"method":"GET","pathPrefix":"/api/v1/configmaps"})");
+
+  cluster.emulator.reset_request_log();
+  auto again = cluster.apply();
+  CHECK(again.exit_code == 0);
+  CHECK(cluster.writes() == 0);
+  CHECK(cluster.lists_per_namespace("configmaps") == 3);
+  CHECK(cluster.lists_per_namespace("secrets") == 0);
+}
