@@ -534,8 +534,10 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     const std::set<std::string>& files = *options.only_files;
     engine_options.selected = [&files](const manifests::State& state) { return files.count(state.source.file) > 0; };
   }
-  if (tracking) {
+  if (tracking && !options.only_files) {
     // Objects the inventory records are read per kind across namespaces (engine.hpp).
+    // Not when only some files' states run: that LIST would return every object of the
+    // kind kstate owns, most of them not needed.
     const Inventory& recorded = loaded.inventory;
     engine_options.recorded = [&recorded](const ObjectRef& ref) {
       return recorded.find(ObjectKey{ref.gvk.group, ref.gvk.kind, ref.ns, ref.name}) != nullptr;
