@@ -191,6 +191,33 @@ TEST_CASE("kstate daemon waits for an unreachable API server, then reconciles an
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
 }
 
+TEST_CASE("/readyz turns 503 when the API server goes away after start-up, and 200 again when it is back") {
+  Emulator emulator;
+  Daemon daemon(emulator, "1s");
+  write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
+  daemon.start();
+  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(kstate::testing::http_get(daemon.port, "/readyz").status == 200);
+
+  emulator.stop();
+  // The next resync finds it gone.
+  kstate::testing::HttpResult readyz;
+  CHECK(eventually(
+      [&] {
+        readyz = kstate::testing::http_get(daemon.port, "/readyz");
+        return readyz.status == 503;
+      },
+      10s));
+  CHECK_THAT(readyz.body, Catch::Contains("API server unreachable"));
+  CHECK(daemon.metrics().find("kstate_ready 0\n") != std::string::npos);
+  CHECK(kstate::testing::http_get(daemon.port, "/healthz").status == 200);  // alive, only not ready
+
+  emulator.restart();
+  CHECK(eventually([&] { return kstate::testing::http_get(daemon.port, "/readyz").status == 200; }, 15s));
+  CHECK(daemon.color("app") == "blue");
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
+
 namespace {
 
 std::string lease_holder(Emulator& emulator) {
