@@ -250,6 +250,39 @@ bool has_metric(Daemon& daemon, const std::string& line) {
 
 }  // namespace
 
+TEST_CASE("with adopt: false the daemon leaves an object it did not create alone and never prunes it") {
+  Emulator emulator;
+  // Someone else's ConfigMap, without kstate's labels.
+  auto created = emulator.request("POST", "/api/v1/namespaces/default/configmaps",
+                                  R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"theirs"},)"
+                                  R"("data":{"color":"red"}})");
+  REQUIRE(created.status == 201);
+  Daemon daemon(emulator, "1h", "adopt: false\n");
+  write_file(daemon.manifests / "theirs.yaml", config_map("theirs", "blue"));
+  write_file(daemon.manifests / "ours.yaml", config_map("ours", "green"));
+  daemon.start();
+
+  auto ready = daemon.wait_notification("READY=1");
+  REQUIRE(ready);
+  CHECK(ready->find("1 created") != std::string::npos);
+  CHECK(ready->find("1 failed") != std::string::npos);
+  CHECK(daemon.color("ours") == "green");
+  CHECK(daemon.color("theirs") == "red");  // untouched
+  CHECK(eventually([&] {
+    return daemon.log_text().find("ConfigMap/default/theirs already exists and is not managed by kstate") !=
+           std::string::npos;
+  }));
+  CHECK(daemon.log_text().find("adopt: true") != std::string::npos);  // says how to opt in
+
+  // Its manifest removed: kstate never owned it, so it is not pruned.
+  fs::remove(daemon.manifests / "theirs.yaml");
+  CHECK(eventually([&] { return daemon.log_text().find("manifest removed: ") != std::string::npos; }));
+  CHECK(eventually([&] { return has_metric(daemon, "kstate_reconciles_total{kind=\"files\",result=\"success\"} 1"); }));
+  CHECK(daemon.color("theirs") == "red");
+  CHECK(daemon.log_text().find("pruned ConfigMap/default/theirs") == std::string::npos);
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
+
 TEST_CASE("leader election: of two daemons on one cluster only the leader writes, the other takes over when it dies") {
   Emulator emulator;
   const std::string election =
