@@ -200,14 +200,15 @@ TEST_CASE("/readyz turns 503 when the API server goes away after start-up, and 2
   REQUIRE(kstate::testing::http_get(daemon.port, "/readyz").status == 200);
 
   emulator.stop();
-  // The next resync finds it gone.
+  // The next resync finds it gone: its reads are retried first (5 retries, backoff from
+  // 200 ms: 3-6 s), then one GET /version (retried the same way) tells "unreachable".
   kstate::testing::HttpResult readyz;
   CHECK(eventually(
       [&] {
         readyz = kstate::testing::http_get(daemon.port, "/readyz");
         return readyz.status == 503;
       },
-      10s));
+      30s));
   CHECK_THAT(readyz.body, Catch::Contains("API server unreachable"));
   CHECK(daemon.metrics().find("kstate_ready 0\n") != std::string::npos);
   CHECK(kstate::testing::http_get(daemon.port, "/healthz").status == 200);  // alive, only not ready
