@@ -30,6 +30,9 @@ struct Request {
   // patches and dryRun writes. A plain POST (create) is never repeated blindly.
   bool idempotent = false;
   bool streaming = false;  // watch: the response body is an unbounded stream
+  // False: one attempt, whatever the failure. For probes whose caller already saw
+  // requests fail after their retries (is the API server there at all?).
+  bool retry = true;
 
   // path + "?" + percent-encoded query, as it goes on the request line.
   std::string target() const;

@@ -36,7 +36,7 @@ std::chrono::milliseconds backoff(const RetryPolicy& policy, int retries_so_far,
 std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& policy, const Request& request,
                                                      const Error& error, bool request_sent, int retries_so_far,
                                                      double random01) {
-  if (retries_so_far >= policy.max_retries) {
+  if (!request.retry || retries_so_far >= policy.max_retries) {
     return std::nullopt;
   }
   auto retry_after = [&]() -> std::chrono::milliseconds {

@@ -35,7 +35,8 @@ struct RetryPolicy {
   std::chrono::milliseconds max_retry_after{60'000};  // a longer Retry-After is capped
 };
 
-// Whether to retry `request` after `error`, and after how long; nullopt: give up.
+// Whether to retry `request` after `error`, and after how long; nullopt: give up
+// (always when `request.retry` is false).
 //  - 429, and 503 with Retry-After: the server did not process the request, so any
 //    request is retried, after Retry-After (or backoff when it is absent);
 //  - connection failures, timeouts and other 5xx: retried with jittered exponential

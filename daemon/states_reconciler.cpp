@@ -377,7 +377,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
     // tells "API server down" from "states failed" before the states send theirs.
     // Once it answers, resyncs skip it (a resync costs one read per (kind, namespace)
     // and the ApplySet parent); a failed cycle is classified afterwards instead.
-    auto answer = co_await probe_version();
+    auto answer = co_await probe_version(true);
     if (!answer && unreachable(answer.error())) {
       count_requests();
       summary.api_reachable = false;
@@ -459,7 +459,8 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   api_answered_ = true;
   if (!summary.succeeded()) {
     // Failed states may mean the API server went away: ask it, so that /readyz says so.
-    auto answer = co_await probe_version();
+    // Once: the cycle's own requests were already retried.
+    auto answer = co_await probe_version(false);
     count_requests();
     if (!answer && unreachable(answer.error())) {
       summary.api_reachable = false;
@@ -472,8 +473,9 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   co_return summary;
 }
 
-boost::asio::awaitable<Result<Response>> StatesReconciler::probe_version() {
+boost::asio::awaitable<Result<Response>> StatesReconciler::probe_version(bool retry) {
   Request version;
+  version.retry = retry;
   version.verb = "GET";
   version.path = "/version";
   version.idempotent = true;

@@ -76,7 +76,8 @@ class StatesReconciler : public Reconciler {
   boost::asio::awaitable<ReconcileSummary> run_cycle(std::optional<std::set<std::string>> only_files, bool probe);
   void count_requests();
   // GET /version: whether the API server answers at all.
-  boost::asio::awaitable<Result<Response>> probe_version();
+  // `retry` false: one attempt (after a failed cycle, whose requests were retried).
+  boost::asio::awaitable<Result<Response>> probe_version(bool retry);
 
   boost::asio::io_context& io_;
   DaemonConfig config_;

@@ -58,6 +58,16 @@ TEST_CASE("429 and 503 honour Retry-After for every verb", "[retry]") {
   CHECK(retry_delay(policy, create_request(), http_error(429), true, 0, 0.0) == 100ms);
 }
 
+TEST_CASE("a request marked not to be retried gets one attempt, whatever the failure", "[retry]") {
+  RetryPolicy policy;
+  Request probe = read_request();
+  probe.retry = false;
+  CHECK_FALSE(retry_delay(policy, probe, Error(ErrorKind::connection, "connection refused"), false, 0, 0.5));
+  CHECK_FALSE(retry_delay(policy, probe, http_error(503, 1), true, 0, 0.5));
+  CHECK_FALSE(retry_delay(policy, probe, http_error(429, 1), true, 0, 0.5));
+  CHECK(retry_delay(policy, read_request(), http_error(503, 1), true, 0, 0.5) == 1000ms);
+}
+
 TEST_CASE("5xx and connection failures are retried with jittered exponential backoff for idempotent requests only",
           "[retry]") {
   RetryPolicy policy;

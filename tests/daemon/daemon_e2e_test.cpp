@@ -201,7 +201,7 @@ TEST_CASE("/readyz turns 503 when the API server goes away after start-up, and 2
 
   emulator.stop();
   // The next resync finds it gone: its reads are retried first (5 retries, backoff from
-  // 200 ms: 3-6 s), then one GET /version (retried the same way) tells "unreachable".
+  // 200 ms: 3-6 s), then one GET /version, not retried, tells "unreachable".
   kstate::testing::HttpResult readyz;
   CHECK(eventually(
       [&] {
