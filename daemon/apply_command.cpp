@@ -8,14 +8,17 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <thread>
 
 #include "core/dynamic_client.hpp"
 #include "daemon/logging.hpp"
+#include "daemon/short_run_heap.hpp"
 #include "kstate/build_info.hpp"
 #include "manifests/loader.hpp"
 #include "states/discovery_resolver.hpp"
@@ -58,8 +61,10 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
 
   // The manifests start loading on the other CPUs while this thread connects to the API
   // server and reads the ApplySet parent (neither needs the other), then it helps.
+  tune_heap_for_short_run();
   const int other_cpus = static_cast<int>(std::thread::hardware_concurrency()) - 1;
-  manifests::BackgroundLoad loading(invocation.paths, {}, std::max(other_cpus, 1));
+  const std::function<void()> reserve_heap = [] { reserve_thread_heap(std::size_t{16} << 20); };
+  manifests::BackgroundLoad loading(invocation.paths, {}, std::max(other_cpus, 1), reserve_heap);
   auto finish_loading = [&loading] {
     manifests::LoadResult loaded = loading.finish();
     for (const auto& error : loaded.errors) {
@@ -108,6 +113,9 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   std::optional<boost::asio::thread_pool> decoding;
   if (other_cpus > 0) {
     decoding.emplace(static_cast<std::size_t>(other_cpus));
+    for (int thread = 0; thread < other_cpus; ++thread) {
+      boost::asio::post(*decoding, reserve_heap);  // most likely one per thread
+    }
     (*client)->dynamic->decode_on(decoding->get_executor(), 4096);
   }
   options.load_failed = !loaded.failed_files.empty();

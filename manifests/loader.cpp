@@ -1202,14 +1202,20 @@ struct BackgroundLoad::Shared {
   }
 };
 
-BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads)
+BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads,
+                               const std::function<void()>& on_thread_start)
     : shared_(std::make_shared<Shared>()) {
   shared_->options = options;
   shared_->files = list_manifest_files(paths, shared_->walk_errors);
   shared_->per_file.resize(shared_->files.size());
   std::size_t count = std::min(static_cast<std::size_t>(std::max(threads, 0)), shared_->files.size());
   for (std::size_t t = 0; t < count; ++t) {
-    threads_.emplace_back([shared = shared_] { shared->load_some(); });
+    threads_.emplace_back([shared = shared_, on_thread_start] {
+      if (on_thread_start) {
+        on_thread_start();
+      }
+      shared->load_some();
+    });
   }
 }
 

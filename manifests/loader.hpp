@@ -65,6 +65,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -130,7 +131,10 @@ LoadResult load_paths(const std::vector<std::string>& paths, const LoadOptions& 
 // meanwhile. The directory walk itself happens in the constructor.
 class BackgroundLoad {
  public:
-  BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads);
+  // `on_thread_start`, if set, runs first on each of the threads (kstate apply sets up
+  // their heaps with it).
+  BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads,
+                 const std::function<void()>& on_thread_start = {});
   ~BackgroundLoad();
   BackgroundLoad(const BackgroundLoad&) = delete;
   BackgroundLoad& operator=(const BackgroundLoad&) = delete;

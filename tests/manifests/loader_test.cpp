@@ -9,6 +9,10 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
 
 namespace fs = std::filesystem;
 namespace json = kstate::json;
@@ -687,6 +691,24 @@ TEST_CASE("load_paths gives the same states, errors and files whatever the numbe
   CHECK(finished.files == one.files);
   {
     BackgroundLoad abandoned({dir.path().string()}, {}, 2);  // destroyed unfinished: joins its threads
+  }
+  {
+    // The start hook (kstate apply sets up each thread's heap with it) runs once on
+    // each background thread, on that thread, and the result is unchanged.
+    std::mutex mutex;
+    std::set<std::thread::id> hooked;
+    int calls = 0;
+    const std::function<void()> hook = [&] {
+      std::lock_guard lock(mutex);
+      ++calls;
+      hooked.insert(std::this_thread::get_id());
+    };
+    BackgroundLoad hooked_load({dir.path().string()}, {}, 3, hook);
+    LoadResult hooked_result = hooked_load.finish();
+    CHECK(calls == 3);
+    CHECK(hooked.size() == 3);
+    CHECK(hooked.count(std::this_thread::get_id()) == 0);
+    CHECK(ids(hooked_result) == ids(one));
   }
   // z-shared.yaml is read first by the include in a-includer.yaml, so it is listed there.
   auto includer = std::find(one.files.begin(), one.files.end(), (dir.path() / "a-includer.yaml").string());
