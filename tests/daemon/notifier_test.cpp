@@ -1,5 +1,6 @@
 // The real sd_notify path: messages arrive on a NOTIFY_SOCKET datagram socket created by
 // the test, in the protocol's KEY=VALUE form; the watchdog interval is half WATCHDOG_USEC.
+// libsystemd is loaded only by a process that notifies, so other commands start faster.
 #include "daemon/notifier.hpp"
 
 #include <time.h>
@@ -7,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/daemon/notify_socket.hpp"
+#include "tests/support/process.hpp"
 
 using kstate::daemon::SystemdNotifier;
 using kstate::testing::NotifySocket;
@@ -57,4 +59,13 @@ TEST_CASE("watchdog interval is half of WATCHDOG_USEC, and absent without it") {
   CHECK_FALSE(notifier.watchdog_interval().has_value());
   ::unsetenv("WATCHDOG_USEC");
   ::unsetenv("WATCHDOG_PID");
+}
+
+TEST_CASE("kstate loads libsystemd only to notify: commands that never notify start without it") {
+  kstate::testing::RunOptions options;
+  options.env["LD_DEBUG"] = "libs";  // the dynamic loader names every library it loads
+  auto result = kstate::testing::run_process({KSTATE_BINARY, "version"}, options);
+  CHECK(result.exit_code == 0);
+  CHECK(result.err.find("libssl") != std::string::npos);  // the loader did report
+  CHECK(result.err.find("libsystemd") == std::string::npos);
 }
