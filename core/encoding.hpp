@@ -11,7 +11,8 @@ namespace kstate::encoding {
 std::string base64_encode(std::string_view bytes);
 // nullopt when the text is not valid base64 (whitespace and newlines are ignored).
 std::optional<std::string> base64_decode(std::string_view text);
-// Lower-case hex SHA-256 of the bytes.
+// SHA-256 of bytes: the 32 raw bytes, or lowercase hex.
+std::string sha256(std::string_view bytes);
 std::string sha256_hex(std::string_view bytes);
 
 }  // namespace kstate::encoding

@@ -4,7 +4,6 @@
 // LoadError at the exact position and the loader carries on with the next state.
 #include "manifests/loader.hpp"
 
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/encoding.hpp"
 #include "manifests/object_validation.hpp"
 
 namespace kstate::manifests {
@@ -60,17 +60,7 @@ std::string LoadResult::error_text() const {
 }
 
 std::string sha256_hex(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(length * 2);
-  for (unsigned int i = 0; i < length; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 0x0F];
-  }
-  return out;
+  return encoding::sha256_hex(bytes);
 }
 
 namespace {

@@ -1,8 +1,6 @@
 // KEP-3659 ApplySet identity, member labels and the parent Secret (see applyset.hpp).
 #include "states/applyset.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 
 #include "core/encoding.hpp"
@@ -21,13 +19,6 @@ std::string base64url_unpadded(std::string_view bytes) {
   return text;
 }
 
-std::string sha256_bytes(std::string_view input) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(input.data(), input.size(), digest, &length, EVP_sha256(), nullptr);
-  return std::string(reinterpret_cast<const char*>(digest), length);
-}
-
 std::string join(const std::set<std::string>& items) {
   std::string text;
   for (const std::string& item : items) {
@@ -43,7 +34,7 @@ std::string join(const std::set<std::string>& items) {
 std::string applyset_id(std::string_view name, std::string_view ns, std::string_view kind, std::string_view group) {
   std::string identity;
   identity.append(name).append(".").append(ns).append(".").append(kind).append(".").append(group);
-  return "applyset-" + base64url_unpadded(sha256_bytes(identity)) + "-v1";
+  return "applyset-" + base64url_unpadded(encoding::sha256(identity)) + "-v1";
 }
 
 void add_member_labels(json::Value& object, std::string_view id, json::Allocator& allocator) {
