@@ -1040,7 +1040,7 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
   std::string last_key;
   long remaining = 0;
   for (const auto& [key, object] : store_.range(prefix, after)) {
-    if (!labels->empty() && !labels->matches(labels_of(*object))) {
+    if (!labels->empty() && !labels->matches(*object)) {
       continue;
     }
     if (!fields->empty() &&
@@ -1167,7 +1167,7 @@ bool watch_matches(const WatchSpec& spec, const WatchEvent& event) {
   if (!spec.namespace_name.empty() && event.namespace_name != spec.namespace_name) {
     return false;
   }
-  if (!spec.labels.empty() && !spec.labels.matches(labels_of(*event.object))) {
+  if (!spec.labels.empty() && !spec.labels.matches(*event.object)) {
     return false;
   }
   if (!spec.fields.empty() &&
@@ -2033,7 +2033,7 @@ Response ApiServer::delete_collection(const Request& request, const Target& targ
   std::string propagation = query(request, "propagationPolicy");
   std::string items;
   for (const auto& [key, object] : store_.range(prefix)) {
-    if (!labels->matches(labels_of(*object)) ||
+    if (!labels->matches(*object) ||
         !fields->matches(string_at(*object, {"metadata", "name"}), string_at(*object, {"metadata", "namespace"}))) {
       continue;
     }

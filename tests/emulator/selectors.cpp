@@ -2,6 +2,7 @@
 #include "tests/emulator/selectors.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace kstate::emulator {
 
@@ -115,11 +116,10 @@ Result<SelectorRequirement> parse_term(std::string_view term, bool set_based_all
   return requirement;
 }
 
-bool requirement_matches(const SelectorRequirement& requirement, const std::string* value) {
+bool requirement_matches(const SelectorRequirement& requirement, std::optional<std::string_view> value) {
   using Op = SelectorRequirement::Op;
   auto in_values = [&] {
-    return value != nullptr &&
-           std::find(requirement.values.begin(), requirement.values.end(), *value) != requirement.values.end();
+    return value && std::find(requirement.values.begin(), requirement.values.end(), *value) != requirement.values.end();
   };
   switch (requirement.op) {
     case Op::equals:
@@ -129,19 +129,29 @@ bool requirement_matches(const SelectorRequirement& requirement, const std::stri
     case Op::not_in:
       return !in_values();
     case Op::exists:
-      return value != nullptr;
+      return value.has_value();
     case Op::does_not_exist:
-      return value == nullptr;
+      return !value.has_value();
   }
   return false;
 }
 
 }  // namespace
 
-bool LabelSelector::matches(const std::map<std::string, std::string>& labels) const {
+bool LabelSelector::matches(const json::Value& object) const {
+  // Looked up in the object's labels as they are: a LIST evaluates this for every
+  // object of the collection.
+  const json::Value* labels = json::find_path(object, {"metadata", "labels"});
+  if (labels != nullptr && !labels->IsObject()) {
+    labels = nullptr;
+  }
   return std::all_of(requirements.begin(), requirements.end(), [&](const SelectorRequirement& requirement) {
-    auto it = labels.find(requirement.key);
-    return requirement_matches(requirement, it == labels.end() ? nullptr : &it->second);
+    const json::Value* value = labels == nullptr ? nullptr : json::find(*labels, requirement.key);
+    std::optional<std::string_view> text;
+    if (value != nullptr && value->IsString()) {
+      text = std::string_view(value->GetString(), value->GetStringLength());
+    }
+    return requirement_matches(requirement, text);
   });
 }
 
@@ -159,8 +169,7 @@ Result<LabelSelector> parse_label_selector(std::string_view text) {
 
 bool FieldSelector::matches(std::string_view name, std::string_view namespace_name) const {
   return std::all_of(requirements.begin(), requirements.end(), [&](const SelectorRequirement& requirement) {
-    std::string value(requirement.key == "metadata.name" ? name : namespace_name);
-    return requirement_matches(requirement, &value);
+    return requirement_matches(requirement, requirement.key == "metadata.name" ? name : namespace_name);
   });
 }
 
@@ -177,19 +186,6 @@ Result<FieldSelector> parse_field_selector(std::string_view text) {
     selector.requirements.push_back(std::move(*requirement));
   }
   return selector;
-}
-
-std::map<std::string, std::string> labels_of(const json::Value& object) {
-  std::map<std::string, std::string> labels;
-  const json::Value* map = json::find_path(object, {"metadata", "labels"});
-  if (map != nullptr && map->IsObject()) {
-    for (const auto& member : map->GetObject()) {
-      if (member.value.IsString()) {
-        labels.emplace(member.name.GetString(), member.value.GetString());
-      }
-    }
-  }
-  return labels;
 }
 
 }  // namespace kstate::emulator

@@ -22,7 +22,7 @@ struct SelectorRequirement {
 
 struct LabelSelector {
   std::vector<SelectorRequirement> requirements;
-  bool matches(const std::map<std::string, std::string>& labels) const;
+  bool matches(const json::Value& object) const;  // against its metadata.labels
   bool empty() const { return requirements.empty(); }
 };
 
@@ -36,8 +36,5 @@ struct FieldSelector {
 };
 
 Result<FieldSelector> parse_field_selector(std::string_view text);
-
-// metadata.labels of an object as a map (empty when absent).
-std::map<std::string, std::string> labels_of(const json::Value& object);
 
 }  // namespace kstate::emulator
