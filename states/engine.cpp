@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -98,6 +99,10 @@ std::string ObjectRef::display() const {
 // Per-run state of the engine.
 struct Engine::Impl {
   struct Slot {
+    // The object present() sends, built ahead while the live objects are being read
+    // (EngineOptions::prepare_ahead); present() takes it.
+    std::optional<json::Document> prepared;
+    bool present_started = false;
     std::optional<ApiResource> resource;
     std::optional<Error> resolve_error;
     ObjectRef ref;
@@ -138,6 +143,8 @@ struct Engine::Impl {
   };
   std::vector<PrefetchWork> prefetch_work;
   bool prefetch_running = false;
+  bool preparing = false;  // prepare_ahead() is running (it refers to this Impl)
+  std::unique_ptr<asio::steady_timer> prepared_all;
   std::unique_ptr<asio::steady_timer> prefetch_done;
   // Test mode: Namespaces and CRD kinds that would only be created by this run.
   std::set<std::string> pending_namespaces;
@@ -422,6 +429,42 @@ struct Engine::Impl {
         co_await read_pair(read.pairs.front());
       }
     });
+  }
+
+  // The reads and the preparation started by Engine::start have ended (their
+  // coroutines refer to this Impl).
+  asio::awaitable<void> background_finished() {
+    boost::system::error_code ignored;
+    while (prefetch_running) {
+      co_await prefetch_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    while (preparing) {
+      co_await prepared_all->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+
+  // Builds the objects the object_present states will send, in plan order, while
+  // their live objects are still being read: a re-apply otherwise waits for the LIST
+  // answers with this thread idle, then builds all of them. Yields to the other
+  // handlers every few objects, so that an answer is taken as soon as it arrives.
+  asio::awaitable<void> prepare_ahead(const Plan& plan) {
+    auto executor = co_await asio::this_coro::executor;
+    std::size_t since_yield = 0;
+    for (std::size_t node : plan.topological_order) {
+      if (node >= slots.size()) {
+        continue;
+      }
+      Slot& slot = slots[node];
+      if (!slot.selected || !slot.resource || slot.ref.name.empty() || slot.present_started ||
+          states[node].function != Function::object_present) {
+        continue;
+      }
+      slot.prepared = desired_object(node);
+      if (++since_yield == 16) {
+        since_yield = 0;
+        co_await asio::post(executor, asio::use_awaitable);
+      }
+    }
   }
 
   // The live object of a state: from its pair's read (waiting for it when in flight),
@@ -846,6 +889,7 @@ struct Engine::Impl {
   asio::awaitable<void> present(std::size_t index) {
     Slot& slot = slots[index];
     State& state = states[index];
+    slot.present_started = true;
     if (slot.ref.name.empty()) {
       if (auto found = co_await find_generated(index); !found.ok()) {
         fail(index, found.error().describe());
@@ -861,7 +905,8 @@ struct Engine::Impl {
       }
       live = *got;
     }
-    json::Document desired = desired_object(index);
+    json::Document desired = slot.prepared ? std::move(*slot.prepared) : desired_object(index);
+    slot.prepared.reset();
     if (!live->IsNull() && state.strategy == Strategy::create_only) {
       succeed(index, "already exists (create-only: never updated)");
       // Not written, so not recorded as applied; but a wait still means "until ready".
@@ -1415,14 +1460,22 @@ asio::awaitable<void> Engine::start(std::vector<manifests::State>& states) {
     impl.prefetch_running = false;
     impl.prefetch_done->cancel();
   });
+  if (options_.prepare_ahead) {
+    impl.preparing = true;
+    impl.prepared_all = std::make_unique<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+    asio::co_spawn(executor, impl.prepare_ahead(**impl.planned), [&impl](std::exception_ptr failure) {
+      if (failure) {
+        spdlog::error("internal error while preparing objects");  // present() builds them instead
+      }
+      impl.preparing = false;
+      impl.prepared_all->cancel();
+    });
+  }
 }
 
 asio::awaitable<void> Engine::abandon() {
   if (impl_) {
-    while (impl_->prefetch_running) {  // its coroutine refers to impl_
-      boost::system::error_code ignored;
-      co_await impl_->prefetch_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    }
+    co_await impl_->background_finished();
     impl_.reset();
   }
 }
@@ -1443,11 +1496,8 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
     }
   } else {
     co_await impl.run_plan(*plan);
-    while (impl.prefetch_running) {  // its coroutine refers to impl
-      boost::system::error_code ignored;
-      co_await impl.prefetch_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    }
   }
+  co_await impl.background_finished();
   for (std::size_t i = 0; i < states.size(); ++i) {
     auto& slot = impl.slots[i];
     if (slot.resource && states[i].function != Function::object_absent && !slot.ref.name.empty()) {

@@ -70,6 +70,10 @@ struct EngineOptions {
   // span several namespaces, they are read with one LIST across namespaces selected by
   // ownership_labels instead of one LIST per namespace. Unset: one per namespace.
   std::function<bool(const ObjectRef&)> recorded;
+  // Build the objects to send while the live objects are being read, instead of each
+  // just before its comparison (`kstate apply`/`test`: the process has the memory to
+  // hold them all; the daemon builds them one at a time).
+  bool prepare_ahead = false;
   // Injected so tests of waits never sleep longer than needed.
   std::function<asio::awaitable<void>(std::chrono::milliseconds)> sleep;
 };
