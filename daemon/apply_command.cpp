@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -47,7 +48,8 @@ void write_report(std::ostream& out, const cli::CommonOptions& common, const sta
 
 }  // namespace
 
-int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std::ostream& err, bool test_mode) {
+int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std::ostream& err, bool test_mode,
+                      bool exit_when_reported) {
   const auto& common = invocation.common;
   const char* name = test_mode ? "kstate test" : "kstate apply";
   if (auto logging = setup_logging(common.log_level, LogFormat::text); !logging.ok()) {
@@ -128,7 +130,17 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   }
   report.failed_files = static_cast<int>(loaded.failed_files.size());
   write_report(out, common, report);
-  return report.exit_code();
+  const int exit_code = report.exit_code();
+#if !defined(__SANITIZE_ADDRESS__)
+  if (exit_when_reported) {
+    out.flush();
+    err.flush();
+    spdlog::default_logger()->flush();
+    std::fflush(nullptr);
+    std::_Exit(exit_code);
+  }
+#endif
+  return exit_code;
 }
 
 }  // namespace kstate::daemon

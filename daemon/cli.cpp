@@ -114,14 +114,18 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
   return it->second(invocation, out, err);
 }
 
-std::map<std::string, Handler> default_handlers() {
+std::map<std::string, Handler> default_handlers(bool whole_process) {
   return {
       {"version", print_version},
       {"discover", daemon::run_discover_command},
-      {"apply", [](const Invocation& invocation, std::ostream& out,
-                   std::ostream& err) { return daemon::run_apply_command(invocation, out, err, false); }},
-      {"test", [](const Invocation& invocation, std::ostream& out,
-                  std::ostream& err) { return daemon::run_apply_command(invocation, out, err, true); }},
+      {"apply",
+       [whole_process](const Invocation& invocation, std::ostream& out, std::ostream& err) {
+         return daemon::run_apply_command(invocation, out, err, false, whole_process);
+       }},
+      {"test",
+       [whole_process](const Invocation& invocation, std::ostream& out, std::ostream& err) {
+         return daemon::run_apply_command(invocation, out, err, true, whole_process);
+       }},
       {"daemon",
        [](const Invocation& invocation, std::ostream&, std::ostream& err) {
          daemon::DaemonCommand command;

@@ -56,7 +56,8 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
 // `kstate version`: version, commit and library versions.
 int print_version(const Invocation&, std::ostream& out, std::ostream& err);
 
-// The handlers kstate ships with (filled as subcommands are implemented).
-std::map<std::string, Handler> default_handlers();
+// The handlers kstate ships with. `whole_process`: main's, where a command may end
+// the process itself once its output is written (see run_apply_command).
+std::map<std::string, Handler> default_handlers(bool whole_process = false);
 
 }  // namespace kstate::cli

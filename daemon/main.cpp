@@ -4,5 +4,5 @@
 #include "daemon/cli.hpp"
 
 int main(int argc, char** argv) {
-  return kstate::cli::run(argc, argv, kstate::cli::default_handlers(), std::cout, std::cerr);
+  return kstate::cli::run(argc, argv, kstate::cli::default_handlers(/*whole_process=*/true), std::cout, std::cerr);
 }

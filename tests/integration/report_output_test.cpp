@@ -155,3 +155,38 @@ TEST_CASE("results print in manifest order although states run concurrently and 
   }
   CHECK(by_run_num == expected);
 }
+
+TEST_CASE("a report larger than any output buffer is written whole in every format, and the exit code kept") {
+  // kstate apply/test end the process right after the report (apply_command.hpp): it
+  // must be flushed first, whatever its size and format.
+  Cluster cluster;
+  auto dir = cluster.work.path() / "many";
+  std::string text;
+  const int count = 400;
+  for (int i = 0; i < count; ++i) {
+    text += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-" + std::to_string(i) +
+            ", namespace: default}\ndata: {a: b}\n";
+  }
+  write_file(dir / "maps.yaml", text);
+
+  auto as_text = kstate::testing::run_process(cluster.argv({"test", dir.string()}));
+  CHECK(as_text.exit_code == 1);  // changes pending
+  CHECK(as_text.out.size() > 64 * 1024);
+  CHECK(as_text.out.find("ConfigMap/default/cm-399") != std::string::npos);
+  CHECK(as_text.out.find("Total states run:") != std::string::npos);
+
+  auto as_json = kstate::testing::run_process(cluster.argv({"apply", dir.string(), "-o", "json"}));
+  CHECK(as_json.exit_code == 0);
+  auto parsed = json::parse(as_json.out);
+  REQUIRE(parsed.ok());
+  CHECK(json::find(*parsed, "local")->MemberCount() == count);
+
+  auto as_junit = kstate::testing::run_process(cluster.argv({"test", dir.string(), "-o", "junit"}));
+  CHECK(as_junit.exit_code == 0);  // nothing left to change
+  std::size_t cases = 0;
+  for (std::size_t at = 0; (at = as_junit.out.find("<testcase ", at)) != std::string::npos; ++at) {
+    ++cases;
+  }
+  CHECK(cases == count);
+  CHECK(as_junit.out.find("</testsuites>") != std::string::npos);
+}
