@@ -131,7 +131,9 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   report.failed_files = static_cast<int>(loaded.failed_files.size());
   write_report(out, common, report);
   const int exit_code = report.exit_code();
-#if !defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)
+  exit_when_reported = false;  // its leak check needs the teardown
+#endif
   if (exit_when_reported) {
     out.flush();
     err.flush();
@@ -139,7 +141,6 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
     std::fflush(nullptr);
     std::_Exit(exit_code);
   }
-#endif
   return exit_code;
 }
 
