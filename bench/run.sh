@@ -8,14 +8,15 @@
 #   bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N]
 #
 # --quick: 1,000 objects, 1 run per figure (CI smoke: fails only if something breaks).
-# Full (default): 1,000 objects, median of 5 runs; scenario 6 also with 10,000 objects.
+# Full (default): 1,000 objects, median of 9 runs (5 let one noisy stretch of a shared
+# machine move a median by 10 ms); scenario 6 also with 10,000 objects.
 # Scenario 8 always parses 10,000.
 # Scenarios 4-6 (daemon) run when this kstate has the `daemon` subcommand.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build="$repo/build"
-runs=5
+runs=9
 objects=1000
 namespaces=10
 quick=0
