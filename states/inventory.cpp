@@ -88,6 +88,188 @@ const InventoryEntry* Inventory::find(const ObjectKey& key) const {
   return &*it;
 }
 
+namespace {
+
+// The fields entries of one group share in format 2; names (and UIDs) are listed once
+// per entry. Ordered as the entries are (group, kind, namespace first), so groups are
+// written in a stable order.
+struct GroupKey {
+  std::string group, kind, ns, version, source, since, missing_since;
+  friend auto operator<=>(const GroupKey&, const GroupKey&) = default;
+};
+
+void write_groups(rapidjson::Writer<rapidjson::StringBuffer>& writer, const std::vector<InventoryEntry>& entries,
+                  bool with_uids) {
+  std::map<GroupKey, std::vector<const InventoryEntry*>> groups;
+  for (const InventoryEntry& entry : entries) {
+    GroupKey key{entry.group,
+                 entry.kind,
+                 entry.ns,
+                 entry.version,
+                 entry.source,
+                 entry.since ? format_time(*entry.since) : std::string(),
+                 entry.missing_since ? format_time(*entry.missing_since) : std::string()};
+    groups[std::move(key)].push_back(&entry);
+  }
+  const auto string = [&](const std::string& value) {
+    writer.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
+  };
+  const auto field = [&](const char* name, const std::string& value) {
+    writer.Key(name);
+    string(value);
+  };
+  writer.StartArray();
+  for (const auto& [key, members] : groups) {
+    writer.StartObject();
+    field("group", key.group);
+    field("version", key.version);
+    field("kind", key.kind);
+    field("namespace", key.ns);
+    field("source", key.source);
+    if (!key.since.empty()) {
+      field("since", key.since);
+    }
+    if (!key.missing_since.empty()) {
+      field("missingSince", key.missing_since);
+    }
+    writer.Key("names");
+    writer.StartArray();
+    for (const InventoryEntry* entry : members) {
+      string(entry->name);
+    }
+    writer.EndArray();
+    if (with_uids) {
+      writer.Key("uids");
+      writer.StartArray();
+      for (const InventoryEntry* entry : members) {
+        string(entry->uid);
+      }
+      writer.EndArray();
+    }
+    writer.EndObject();
+  }
+  writer.EndArray();
+}
+
+// Times of pending entries: optional (older inventories have none), but when present
+// they must be readable, or the entry's grace period would be a guess.
+Status decode_times(const json::Value& value, const std::string& where, InventoryEntry& entry) {
+  const std::pair<const char*, std::optional<std::chrono::system_clock::time_point>*> times[] = {
+      {"since", &entry.since}, {"missingSince", &entry.missing_since}};
+  for (const auto& [name, target] : times) {
+    if (json::find(value, name) == nullptr)
+      continue;
+    auto text = json::get_string(value, name);
+    auto time = text ? parse_rfc3339(*text) : std::nullopt;
+    if (!time)
+      return Error(ErrorKind::invalid_input, "inventory " + where + " has no RFC 3339 time in '" + name + "'");
+    *target = *time;
+  }
+  return ok_status();
+}
+
+// Format 1: one object per entry with all its fields. Pending entries have no UID yet;
+// recorded ones must have one.
+Status decode_entries_v1(const json::Value& list, const char* what, bool need_uid, std::vector<InventoryEntry>& out) {
+  out.reserve(list.Size());
+  std::size_t index = 0;
+  for (const json::Value& value : list.GetArray()) {
+    InventoryEntry entry;
+    struct Field {
+      const char* name;
+      std::string* target;
+      bool required;
+    };
+    const Field fields[] = {
+        {"group", &entry.group, true},    {"version", &entry.version, true}, {"kind", &entry.kind, true},
+        {"namespace", &entry.ns, true},   {"name", &entry.name, true},       {"uid", &entry.uid, need_uid},
+        {"source", &entry.source, false},
+    };
+    const std::string where = std::string(what) + " " + std::to_string(index);
+    for (const Field& field : fields) {
+      auto text = value.IsObject() ? json::get_string(value, field.name) : std::nullopt;
+      if (!text) {
+        if (!field.required && value.IsObject() && json::find(value, field.name) == nullptr)
+          continue;
+        return Error(ErrorKind::invalid_input, "inventory " + where + " has no string field '" + field.name + "'");
+      }
+      *field.target = std::string(*text);
+    }
+    if (!need_uid) {
+      if (auto times = decode_times(value, where, entry); !times.ok())
+        return times;
+    }
+    if (entry.kind.empty() || entry.name.empty() || entry.version.empty() || (need_uid && entry.uid.empty()))
+      return Error(
+          ErrorKind::invalid_input,
+          "inventory " + where + (need_uid ? " lacks a kind, version, name or uid" : " lacks a kind, version or name"));
+    out.push_back(std::move(entry));
+    ++index;
+  }
+  return ok_status();
+}
+
+// Format 2: groups of entries that share group, version, kind, namespace, source (and,
+// for pending entries, their times), each with its names and, when recorded, their
+// UIDs in the same order.
+Status decode_groups_v2(const json::Value& list, const char* what, bool need_uid, std::vector<InventoryEntry>& out) {
+  std::size_t index = 0;
+  for (const json::Value& value : list.GetArray()) {
+    const std::string where = std::string(what) + " group " + std::to_string(index++);
+    if (!value.IsObject())
+      return Error(ErrorKind::invalid_input, "inventory " + where + " is not an object");
+    InventoryEntry shared;
+    struct Field {
+      const char* name;
+      std::string* target;
+      bool required;
+    };
+    const Field fields[] = {{"group", &shared.group, true},
+                            {"version", &shared.version, true},
+                            {"kind", &shared.kind, true},
+                            {"namespace", &shared.ns, true},
+                            {"source", &shared.source, false}};
+    for (const Field& field : fields) {
+      auto text = json::get_string(value, field.name);
+      if (!text) {
+        if (!field.required && json::find(value, field.name) == nullptr)
+          continue;
+        return Error(ErrorKind::invalid_input, "inventory " + where + " has no string field '" + field.name + "'");
+      }
+      *field.target = std::string(*text);
+    }
+    if (shared.kind.empty() || shared.version.empty())
+      return Error(ErrorKind::invalid_input, "inventory " + where + " lacks a kind or version");
+    if (!need_uid) {
+      if (auto times = decode_times(value, where, shared); !times.ok())
+        return times;
+    }
+    const json::Value* names = json::find(value, "names");
+    const json::Value* uids = json::find(value, "uids");
+    if (names == nullptr || !names->IsArray())
+      return Error(ErrorKind::invalid_input, "inventory " + where + " has no names array");
+    if (need_uid && (uids == nullptr || !uids->IsArray() || uids->Size() != names->Size()))
+      return Error(ErrorKind::invalid_input, "inventory " + where + " has no uids array as long as its names");
+    for (rapidjson::SizeType i = 0; i < names->Size(); ++i) {
+      const json::Value& name = (*names)[i];
+      const json::Value* uid = need_uid ? &(*uids)[i] : nullptr;
+      if (!name.IsString() || name.GetStringLength() == 0 ||
+          (uid != nullptr && (!uid->IsString() || uid->GetStringLength() == 0)))
+        return Error(ErrorKind::invalid_input, "inventory " + where + " entry " + std::to_string(i) +
+                                                   (need_uid ? " lacks a name or uid" : " lacks a name"));
+      InventoryEntry entry = shared;
+      entry.name.assign(name.GetString(), name.GetStringLength());
+      if (uid != nullptr) {
+        entry.uid.assign(uid->GetString(), uid->GetStringLength());
+      }
+      out.push_back(std::move(entry));
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
 std::string encode_inventory(const Inventory& inventory) {
   std::vector<InventoryEntry> entries = inventory.entries;
   sort_and_deduplicate(entries);
@@ -95,39 +277,14 @@ std::string encode_inventory(const Inventory& inventory) {
   sort_and_deduplicate(pending);
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  const auto field = [&](const char* name, const std::string& value) {
-    writer.Key(name);
-    writer.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
-  };
-  const auto write_entries = [&](const std::vector<InventoryEntry>& list) {
-    writer.StartArray();
-    for (const InventoryEntry& entry : list) {
-      writer.StartObject();
-      field("group", entry.group);
-      field("version", entry.version);
-      field("kind", entry.kind);
-      field("namespace", entry.ns);
-      field("name", entry.name);
-      field("uid", entry.uid);
-      field("source", entry.source);
-      if (entry.since) {
-        field("since", format_time(*entry.since));
-      }
-      if (entry.missing_since) {
-        field("missingSince", format_time(*entry.missing_since));
-      }
-      writer.EndObject();
-    }
-    writer.EndArray();
-  };
   writer.StartObject();
   writer.Key("version");
   writer.Int(inventory_format_version);
   writer.Key("entries");
-  write_entries(entries);
+  write_groups(writer, entries, true);
   if (!pending.empty()) {
     writer.Key("pending");
-    write_entries(pending);
+    write_groups(writer, pending, false);
   }
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
@@ -139,68 +296,19 @@ Result<Inventory> decode_inventory(std::string_view json_text) {
     return Error(ErrorKind::invalid_input, "inventory is not JSON: " + document.error().message);
   const json::Value& root = *document;
   const json::Value* version = json::find(root, "version");
-  if (version == nullptr || !version->IsInt() || version->GetInt() != inventory_format_version)
+  if (version == nullptr || !version->IsInt() || version->GetInt() < 1 || version->GetInt() > inventory_format_version)
     return Error(ErrorKind::invalid_input, "inventory has no or an unknown format version");
+  const auto decode = version->GetInt() == 1 ? decode_entries_v1 : decode_groups_v2;
   const json::Value* entries = json::find(root, "entries");
   if (entries == nullptr || !entries->IsArray())
     return Error(ErrorKind::invalid_input, "inventory has no entries array");
-  // Pending entries have no UID yet; recorded ones must have one.
-  const auto decode_entries = [](const json::Value& list, const char* what, bool need_uid,
-                                 std::vector<InventoryEntry>& out) -> Status {
-    out.reserve(list.Size());
-    std::size_t index = 0;
-    for (const json::Value& value : list.GetArray()) {
-      InventoryEntry entry;
-      struct Field {
-        const char* name;
-        std::string* target;
-        bool required;
-      };
-      const Field fields[] = {
-          {"group", &entry.group, true},    {"version", &entry.version, true}, {"kind", &entry.kind, true},
-          {"namespace", &entry.ns, true},   {"name", &entry.name, true},       {"uid", &entry.uid, need_uid},
-          {"source", &entry.source, false},
-      };
-      for (const Field& field : fields) {
-        auto text = value.IsObject() ? json::get_string(value, field.name) : std::nullopt;
-        if (!text) {
-          if (!field.required && value.IsObject() && json::find(value, field.name) == nullptr)
-            continue;
-          return Error(ErrorKind::invalid_input, std::string("inventory ") + what + " " + std::to_string(index) +
-                                                     " has no string field '" + field.name + "'");
-        }
-        *field.target = std::string(*text);
-      }
-      // Times of pending entries: optional (older inventories have none), but when
-      // present they must be readable, or the entry's grace period would be a guess.
-      const std::pair<const char*, std::optional<std::chrono::system_clock::time_point>*> times[] = {
-          {"since", &entry.since}, {"missingSince", &entry.missing_since}};
-      for (const auto& [name, target] : times) {
-        if (need_uid || json::find(value, name) == nullptr)
-          continue;
-        auto text = json::get_string(value, name);
-        auto time = text ? parse_rfc3339(*text) : std::nullopt;
-        if (!time)
-          return Error(ErrorKind::invalid_input, std::string("inventory ") + what + " " + std::to_string(index) +
-                                                     " has no RFC 3339 time in '" + name + "'");
-        *target = *time;
-      }
-      if (entry.kind.empty() || entry.name.empty() || entry.version.empty() || (need_uid && entry.uid.empty()))
-        return Error(ErrorKind::invalid_input,
-                     std::string("inventory ") + what + " " + std::to_string(index) +
-                         (need_uid ? " lacks a kind, version, name or uid" : " lacks a kind, version or name"));
-      out.push_back(std::move(entry));
-      ++index;
-    }
-    return ok_status();
-  };
   Inventory inventory;
-  if (auto decoded = decode_entries(*entries, "entry", true, inventory.entries); !decoded.ok())
+  if (auto decoded = decode(*entries, "entry", true, inventory.entries); !decoded.ok())
     return decoded.error();
   if (const json::Value* pending = json::find(root, "pending"); pending != nullptr) {
     if (!pending->IsArray())
       return Error(ErrorKind::invalid_input, "inventory's pending entries are not an array");
-    if (auto decoded = decode_entries(*pending, "pending entry", false, inventory.pending); !decoded.ok())
+    if (auto decoded = decode(*pending, "pending entry", false, inventory.pending); !decoded.ok())
       return decoded.error();
     sort_and_deduplicate(inventory.pending);
   }

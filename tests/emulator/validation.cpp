@@ -64,6 +64,45 @@ FieldCause invalid(std::string field, const std::string& rendered_value, const s
   return {"FieldValueInvalid", "Invalid value: " + rendered_value + ": " + why, std::move(field)};
 }
 
+// What a Secret's or a ConfigMap's data may hold in all (core.MaxSecretSize): 1 MiB of
+// decoded bytes, whatever base64 adds on the wire.
+constexpr std::size_t max_data_bytes = std::size_t{1} << 20;
+
+// The bytes the values of object[field] hold once stored: base64 values decoded (Secret
+// data, ConfigMap binaryData). Keys also present in `overridden_by` are not counted
+// (stringData replaces them).
+std::size_t stored_bytes(const json::Value& object, const char* field, bool base64,
+                         const json::Value* overridden_by = nullptr) {
+  const json::Value* values = json::find(object, field);
+  if (values == nullptr || !values->IsObject()) {
+    return 0;
+  }
+  std::size_t total = 0;
+  for (const auto& member : values->GetObject()) {
+    if (!member.value.IsString() || (overridden_by != nullptr && overridden_by->IsObject() &&
+                                     json::find(*overridden_by, member.name.GetString()))) {
+      continue;
+    }
+    std::string_view text(member.value.GetString(), member.value.GetStringLength());
+    if (!base64) {
+      total += text.size();
+      continue;
+    }
+    // Every 4 base64 characters hold 3 bytes, less one per '=' of padding.
+    std::size_t padding = 0;
+    while (padding < 2 && padding < text.size() && text[text.size() - 1 - padding] == '=') {
+      ++padding;
+    }
+    total += text.size() / 4 * 3 - std::min(padding, text.size() / 4 * 3);
+  }
+  return total;
+}
+
+FieldCause too_long(std::string field) {
+  return {"FieldValueTooLong", "Too long: may not be more than " + std::to_string(max_data_bytes) + " bytes",
+          std::move(field)};
+}
+
 bool equal_at(const json::Value& a, const json::Value& b, std::initializer_list<std::string_view> path) {
   const json::Value* left = json::find_path(a, path);
   const json::Value* right = json::find_path(b, path);
@@ -224,6 +263,18 @@ std::vector<FieldCause> validate_object(const ResourceType& type, const json::Va
                             "data." + std::string(member.name.GetString())});
         }
       }
+    }
+    // ValidateConfigMap reports the size on the empty path, which prints as "[]".
+    if (stored_bytes(object, "data", false) + stored_bytes(object, "binaryData", true) > max_data_bytes) {
+      causes.push_back(too_long("[]"));
+    }
+  }
+  if (type.group.empty() && type.plural == "secrets") {
+    // kube-apiserver merges stringData into data before it validates, so both count.
+    if (stored_bytes(object, "data", true, json::find(object, "stringData")) +
+            stored_bytes(object, "stringData", false) >
+        max_data_bytes) {
+      causes.push_back(too_long("data"));
     }
   }
   return causes;

@@ -1,6 +1,7 @@
 // Validation kube-apiserver applies before storing an object: name formats per
 // kind, immutable fields on update, unknown top-level/metadata fields for
-// fieldValidation, and CustomResourceDefinition schemas (types, required, enums,
+// fieldValidation, the 1 MiB a Secret's or ConfigMap's data may hold, and
+// CustomResourceDefinition schemas (types, required, enums,
 // x-kubernetes-preserve-unknown-fields, pruning). Pure functions returning the
 // field causes a 422 Invalid Status carries.
 #pragma once
@@ -25,7 +26,7 @@ std::vector<FieldCause> validate_name(const ResourceType& type, std::string_view
 // Fields that may not change on update; empty when the update is allowed.
 std::vector<FieldCause> validate_immutable(const ResourceType& type, const json::Value& old_object,
                                            const json::Value& new_object);
-// Kind-specific checks on create and update (e.g. CRD names, Service ports).
+// Kind-specific checks on create and update (e.g. CRD names, Service ports, data size).
 std::vector<FieldCause> validate_object(const ResourceType& type, const json::Value& object);
 
 // Unknown fields for built-in kinds (top level and metadata). Returns the dotted

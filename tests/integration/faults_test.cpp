@@ -34,6 +34,7 @@
 #include "discovery/client.hpp"
 #include "manifests/loader.hpp"
 #include "states/discovery_resolver.hpp"
+#include "states/inventory.hpp"
 #include "states/reconcile.hpp"
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -162,19 +163,14 @@ std::pair<std::set<std::string>, std::set<std::string>> recorded_inventory(const
   auto reply = emulator.request("GET", "/api/v1/namespaces/kube-system/secrets/kstate");
   REQUIRE(reply.status == 200);
   json::Document parent = parse(reply.body);
-  auto text = kstate::encoding::base64_decode(text_at(parent, {"data", "inventory.json"}));
-  REQUIRE(text);
-  json::Document inventory = parse(*text);
+  states::LoadedInventory loaded = states::load_inventory(&parent);
+  REQUIRE(loaded.status == states::InventoryStatus::ok);
   std::pair<std::set<std::string>, std::set<std::string>> keys;
-  for (const char* field : {"entries", "pending"}) {
-    const json::Value* entries = json::find(inventory, field);
-    if (entries == nullptr) {
-      continue;
-    }
-    for (const auto& entry : entries->GetArray()) {
-      (std::string(field) == "entries" ? keys.first : keys.second)
-          .insert(text_at(entry, {"kind"}) + "/" + text_at(entry, {"namespace"}) + "/" + text_at(entry, {"name"}));
-    }
+  for (const auto& entry : loaded.inventory.entries) {
+    keys.first.insert(entry.kind + "/" + entry.ns + "/" + entry.name);
+  }
+  for (const auto& entry : loaded.inventory.pending) {
+    keys.second.insert(entry.kind + "/" + entry.ns + "/" + entry.name);
   }
   return keys;
 }

@@ -19,6 +19,7 @@
 #include "discovery/client.hpp"
 #include "manifests/loader.hpp"
 #include "states/discovery_resolver.hpp"
+#include "states/inventory.hpp"
 #include "states/reconcile.hpp"
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -77,34 +78,28 @@ json::Document parse(const std::string& text) {
   return std::move(document).value();
 }
 
-std::string text_at(const json::Value& object, std::initializer_list<std::string_view> path) {
-  return std::string(json::string_or(json::find_path(object, path), ""));
-}
-
 std::string config_map(const std::string& name) {
   return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: default}\ndata: {a: b}\n";
 }
 
 constexpr const char* parent_path = "/api/v1/namespaces/kube-system/secrets/kstate";
 
-// The inventory JSON the parent Secret holds.
-json::Document recorded(const Emulator& emulator) {
+// The inventory the parent Secret holds, decoded (whatever its format).
+states::Inventory recorded(const Emulator& emulator) {
   auto reply = emulator.request("GET", parent_path);
   REQUIRE(reply.status == 200);
   json::Document parent = parse(reply.body);
-  auto text = kstate::encoding::base64_decode(text_at(parent, {"data", "inventory.json"}));
-  REQUIRE(text);
-  return parse(*text);
+  states::LoadedInventory loaded = states::load_inventory(&parent);
+  REQUIRE(loaded.status == states::InventoryStatus::ok);
+  return std::move(loaded.inventory);
 }
 
 // "entries" or "pending" of the recorded inventory as names.
 std::set<std::string> recorded_names(const Emulator& emulator, const char* field) {
-  json::Document inventory = recorded(emulator);
+  states::Inventory inventory = recorded(emulator);
   std::set<std::string> names;
-  if (const json::Value* list = json::find(inventory, field); list != nullptr) {
-    for (const auto& entry : list->GetArray()) {
-      names.insert(text_at(entry, {"name"}));
-    }
+  for (const auto& entry : std::string_view(field) == "entries" ? inventory.entries : inventory.pending) {
+    names.insert(entry.name);
   }
   return names;
 }
@@ -186,14 +181,15 @@ TEST_CASE("pending entries written before kstate recorded times are dropped when
   leave_pending(emulator, kstate, dir);
 
   // What an older kstate wrote: pending entries without times.
-  json::Document inventory = recorded(emulator);
-  for (auto& entry : json::find(inventory, "pending")->GetArray()) {
-    REQUIRE(json::find(entry, "since") != nullptr);
-    entry.RemoveMember("since");
-    entry.RemoveMember("missingSince");
+  states::Inventory inventory = recorded(emulator);
+  REQUIRE_FALSE(inventory.pending.empty());
+  for (auto& entry : inventory.pending) {
+    REQUIRE(entry.since);
+    entry.since.reset();
+    entry.missing_since.reset();
   }
-  const std::string patch =
-      R"({"data":{"inventory.json":")" + kstate::encoding::base64_encode(json::dump(inventory)) + R"("}})";
+  const std::string patch = R"({"data":{"inventory.json":")" +
+                            kstate::encoding::base64_encode(states::encode_inventory(inventory)) + R"("}})";
   REQUIRE(emulator.request("PATCH", parent_path, patch, "application/merge-patch+json").status == 200);
 
   kstate.now += std::chrono::seconds(10);

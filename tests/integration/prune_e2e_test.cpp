@@ -10,6 +10,7 @@
 
 #include "core/encoding.hpp"
 #include "core/json.hpp"
+#include "states/inventory.hpp"
 #include "tests/support/emulator.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -66,16 +67,11 @@ struct Cluster {
   std::set<std::string> inventory() {
     auto parent = get("/api/v1/namespaces/kube-system/secrets/kstate");
     REQUIRE(parent.IsObject());
-    auto text =
-        kstate::encoding::base64_decode(json::string_or(json::find_path(parent, {"data", "inventory.json"}), ""));
-    REQUIRE(text);
-    auto doc = json::parse(*text);
-    REQUIRE(doc.ok());
+    kstate::states::LoadedInventory loaded = kstate::states::load_inventory(&parent);
+    REQUIRE(loaded.status == kstate::states::InventoryStatus::ok);
     std::set<std::string> keys;
-    for (const auto& entry : json::find(*doc, "entries")->GetArray()) {
-      keys.insert(std::string(json::string_or(json::find(entry, "kind"), "")) + "/" +
-                  std::string(json::string_or(json::find(entry, "namespace"), "")) + "/" +
-                  std::string(json::string_or(json::find(entry, "name"), "")));
+    for (const auto& entry : loaded.inventory.entries) {
+      keys.insert(entry.kind + "/" + entry.ns + "/" + entry.name);
     }
     return keys;
   }

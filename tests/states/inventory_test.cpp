@@ -3,7 +3,9 @@
 // corrupt (so prune refuses), and a cycle's outcome merges in as the issue specifies.
 #include "states/inventory.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <map>
 #include <random>
 
@@ -40,7 +42,15 @@ TEST_CASE("the inventory encodes deterministically and decodes back", "[inventor
   states::Inventory shuffled;
   shuffled.entries = {inventory.entries[2], inventory.entries[0], inventory.entries[3], inventory.entries[1]};
   CHECK(states::encode_inventory(shuffled) == text);
-  CHECK_THAT(text, Catch::StartsWith(R"({"version":1,"entries":[{"group":"","version":"v1","kind":"ConfigMap")"));
+  // Entries that share group, version, kind, namespace and file are one group.
+  CHECK(
+      text ==
+      R"({"version":2,"entries":[)"
+      R"({"group":"","version":"v1","kind":"ConfigMap","namespace":"web","source":"dir/app.yaml",)"
+      R"("names":["a \"quoted\" name","settings"],"uids":["u4","u1"]},)"
+      R"({"group":"","version":"v1","kind":"Namespace","namespace":"","source":"dir/app.yaml","names":["web"],"uids":["u3"]},)"
+      R"({"group":"apps","version":"v1","kind":"Deployment","namespace":"web","source":"dir/web/deploy.yaml",)"
+      R"("names":["frontend"],"uids":["u2"]}]})");
 
   auto decoded = states::decode_inventory(text);
   REQUIRE(decoded.ok());
@@ -63,7 +73,7 @@ TEST_CASE("a malformed inventory is rejected as a whole", "[inventory]") {
   const Row rows[] = {
       {"not JSON", "{\"version\":1,", "not JSON"},
       {"no version", R"({"entries":[]})", "format version"},
-      {"future version", R"({"version":2,"entries":[]})", "format version"},
+      {"future version", R"({"version":3,"entries":[]})", "format version"},
       {"entries not an array", R"({"version":1,"entries":{}})", "entries array"},
       {"entry not an object", R"({"version":1,"entries":[5]})", "entry 0"},
       {"uid missing",
@@ -75,6 +85,21 @@ TEST_CASE("a malformed inventory is rejected as a whole", "[inventory]") {
       {"name not a string",
        R"({"version":1,"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","name":7,"uid":"u"}]})",
        "field 'name'"},
+      {"group not an object", R"({"version":2,"entries":[5]})", "entry group 0 is not an object"},
+      {"group without names",
+       R"({"version":2,"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a"}]})", "names array"},
+      {"fewer uids than names",
+       R"({"version":2,"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","names":["b","c"],"uids":["u"]}]})",
+       "uids array"},
+      {"empty name",
+       R"({"version":2,"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","names":["b",""],"uids":["u","v"]}]})",
+       "entry group 0 entry 1 lacks a name or uid"},
+      {"uid not a string",
+       R"({"version":2,"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","names":["b"],"uids":[7]}]})",
+       "lacks a name or uid"},
+      {"group without kind",
+       R"({"version":2,"entries":[{"group":"","version":"v1","kind":"","namespace":"a","names":["b"],"uids":["u"]}]})",
+       "lacks a kind"},
   };
   for (const Row& row : rows) {
     INFO(row.name);
@@ -191,6 +216,10 @@ TEST_CASE("pending entries (applied but not yet recorded) round-trip without a U
   REQUIRE_FALSE(broken.ok());
   CHECK_THAT(broken.error().message, Catch::Contains("pending entry 0"));
   CHECK_FALSE(states::decode_inventory(R"({"version":1,"entries":[],"pending":{}})").ok());
+  auto broken_group = states::decode_inventory(
+      R"({"version":2,"entries":[],"pending":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","names":[""]}]})");
+  REQUIRE_FALSE(broken_group.ok());
+  CHECK_THAT(broken_group.error().message, Catch::Contains("pending entry group 0 entry 0 lacks a name"));
 }
 
 TEST_CASE("pending entries keep when they were added and found missing, and older ones without times still decode",
@@ -205,9 +234,10 @@ TEST_CASE("pending entries keep when they were added and found missing, and olde
   missing.missing_since = added + seconds(75);
   inventory.pending = {fresh, missing};
   const std::string text = states::encode_inventory(inventory);
-  CHECK_THAT(text,
-             Catch::Contains(R"("name":"fresh","uid":"","source":"dir/app.yaml","since":"2027-01-15T08:00:00Z"})"));
-  CHECK_THAT(text, Catch::Contains(R"("since":"2027-01-15T08:00:00Z","missingSince":"2027-01-15T08:01:15Z"})"));
+  // Entries with other times are other groups.
+  CHECK_THAT(text, Catch::Contains(R"("source":"dir/app.yaml","since":"2027-01-15T08:00:00Z","names":["fresh"]})"));
+  CHECK_THAT(text, Catch::Contains(
+                       R"("since":"2027-01-15T08:00:00Z","missingSince":"2027-01-15T08:01:15Z","names":["missing"]})"));
   auto decoded = states::decode_inventory(text);
   REQUIRE(decoded.ok());
   REQUIRE(decoded->pending.size() == 2);
@@ -229,13 +259,15 @@ TEST_CASE("pending entries keep when they were added and found missing, and olde
 
   // An unreadable time makes the inventory corrupt, like any other malformed field.
   for (const char* bad : {R"("since":"yesterday")", R"("since":12)", R"("missingSince":"2027-01-15")"}) {
-    auto broken = states::decode_inventory(
-        std::string(
-            R"({"version":1,"entries":[],"pending":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","name":"b","uid":"",)") +
-        bad + "}]}");
-    INFO(bad);
-    REQUIRE_FALSE(broken.ok());
-    CHECK_THAT(broken.error().message, Catch::Contains("RFC 3339"));
+    for (
+        const char* format :
+        {R"({"version":1,"entries":[],"pending":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","name":"b","uid":"",)",
+         R"({"version":2,"entries":[],"pending":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","names":["b"],)"}) {
+      auto broken = states::decode_inventory(std::string(format) + bad + "}]}");
+      INFO(format << bad);
+      REQUIRE_FALSE(broken.ok());
+      CHECK_THAT(broken.error().message, Catch::Contains("RFC 3339"));
+    }
   }
 
   // Once recorded, an entry carries no pending times.
@@ -245,6 +277,54 @@ TEST_CASE("pending entries keep when they were added and found missing, and olde
   REQUIRE(merged.entries.size() == 1);
   CHECK_FALSE(merged.entries[0].since);
   CHECK(states::encode_inventory(merged).find("since") == std::string::npos);
+}
+
+TEST_CASE("an inventory written in format 1 (kstate before format 2) still decodes, and is rewritten in format 2",
+          "[inventory]") {
+  auto old = states::decode_inventory(
+      R"({"version":1,"entries":[)"
+      R"({"group":"","version":"v1","kind":"ConfigMap","namespace":"web","name":"settings","uid":"u1","source":"dir/app.yaml"},)"
+      R"({"group":"apps","version":"v1","kind":"Deployment","namespace":"web","name":"frontend","uid":"u2"}],)"
+      R"("pending":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"web","name":"new","uid":"","source":"dir/app.yaml",)"
+      R"("since":"2027-01-15T08:00:00Z"}]})");
+  REQUIRE(old.ok());
+  states::Inventory expected;
+  expected.entries = {entry("ConfigMap", "web", "settings", "u1"),
+                      entry("Deployment", "web", "frontend", "u2", "apps", "")};
+  InventoryEntry pending = entry("ConfigMap", "web", "new", "");
+  pending.since = std::chrono::system_clock::time_point{std::chrono::seconds(1'800'000'000)};
+  expected.pending = {pending};
+  CHECK(*old == expected);
+  const std::string rewritten = states::encode_inventory(*old);
+  CHECK_THAT(rewritten, Catch::StartsWith(R"({"version":2,)"));
+  auto again = states::decode_inventory(rewritten);
+  REQUIRE(again.ok());
+  CHECK(*again == expected);
+}
+
+TEST_CASE("format 2 fits the inventory of 10,000 objects in the 1 MiB a Secret holds", "[inventory]") {
+  // Names as long as real ones tend to be (40 characters), 20 namespaces, one file per
+  // namespace and kind. Format 1 needed ~2.3 MB for them (~230 bytes per entry).
+  states::Inventory inventory;
+  const char* kinds[] = {"ConfigMap", "Secret", "Service", "ServiceAccount"};
+  for (int i = 0; i < 10'000; ++i) {
+    const std::string ns = "tenant-" + std::to_string(i % 20);
+    const char* kind = kinds[i % 4];
+    char name[64];
+    std::snprintf(name, sizeof name, "platform-observability-collector-cm-%05d", i);
+    char uid[40];
+    std::snprintf(uid, sizeof uid, "%08x-1111-4222-8333-%012d", i, i);
+    inventory.entries.push_back(entry(kind, ns, name, uid, "", "/etc/kstate/manifests/" + ns + "/" + kind + ".yaml"));
+  }
+  const std::string text = states::encode_inventory(inventory);
+  INFO(text.size() << " bytes");
+  CHECK(text.size() < std::size_t{1} << 20);  // ~840 kB: 83 bytes per entry, most of them the name and the UID
+  auto decoded = states::decode_inventory(text);
+  REQUIRE(decoded.ok());
+  CHECK(decoded->entries.size() == inventory.entries.size());
+  std::sort(inventory.entries.begin(), inventory.entries.end(),
+            [](const InventoryEntry& a, const InventoryEntry& b) { return a.key_fields() < b.key_fields(); });
+  CHECK(*decoded == inventory);
 }
 
 TEST_CASE("merging agrees with a plain model on random inventories, applies and removals", "[inventory][randomized]") {

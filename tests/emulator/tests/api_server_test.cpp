@@ -326,3 +326,42 @@ TEST_CASE("the scale subresource reads and writes spec.replicas") {
   REQUIRE(patched.status == 200);
   CHECK(json::find_path(parse(h.get(std::string(path) + "/web")), {"spec", "replicas"})->GetInt() == 4);
 }
+
+TEST_CASE("Secrets and ConfigMaps hold at most 1 MiB of data - more is 422 Too long, as kube-apiserver answers") {
+  Harness h;
+  const std::string plain_half(std::size_t{1} << 19, 'a');             // 524,288 bytes
+  const std::string base64_part(699'048, 'Q');                         // 524,286 bytes once decoded
+  const std::string four_bytes = "QUJDRA==", five_bytes = "QUJDREU=";  // "ABCD", "ABCDE": padding does not count
+  const auto secret = [&](const std::string& last) {
+    return R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"big"},"data":{"a":")" + base64_part +
+           R"(","b":")" + base64_part + R"(","c":")" + last + R"("}})";
+  };
+  SECTION("a Secret over 1 MiB decoded is rejected on create, on apply and on update") {
+    auto over = h.post("/api/v1/namespaces/default/secrets", secret(five_bytes));  // 1,048,577 bytes
+    REQUIRE(over.status == 422);
+    auto status = parse(over);
+    CHECK(str(status, {"message"}) == "Secret \"big\" is invalid: data: Too long: may not be more than 1048576 bytes");
+    const auto& cause = (*json::find_path(status, {"details", "causes"}))[0];
+    CHECK(str(cause, {"reason"}) == "FieldValueTooLong");
+    CHECK(str(cause, {"field"}) == "data");
+    CHECK(h.apply("/api/v1/namespaces/default/secrets/big?fieldManager=t", secret(five_bytes)).status == 422);
+    // stringData counts as well: it is merged into data before validation.
+    auto mixed = h.post("/api/v1/namespaces/default/secrets",
+                        R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"big"},"data":{"a":")" + base64_part +
+                            R"("},"stringData":{"b":")" + plain_half + R"(xxx"}})");
+    CHECK(mixed.status == 422);
+    REQUIRE(h.post("/api/v1/namespaces/default/secrets", secret("")).status == 201);
+    CHECK(h.put("/api/v1/namespaces/default/secrets/big", secret(five_bytes)).status == 422);
+  }
+  SECTION("exactly 1 MiB is accepted") {
+    CHECK(h.post("/api/v1/namespaces/default/secrets", secret(four_bytes)).status == 201);
+  }
+  SECTION("a ConfigMap's data and binaryData count together") {
+    auto over = h.post(kConfigMaps, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"a":")" +
+                                        plain_half + R"("},"binaryData":{"b":")" + base64_part + R"(QUJD"}})");
+    REQUIRE(over.status == 422);
+    CHECK(str(parse(over), {"message"}) ==
+          "ConfigMap \"big\" is invalid: []: Too long: may not be more than 1048576 bytes");
+    CHECK(h.post(kConfigMaps, config_map("small", plain_half)).status == 201);
+  }
+}
