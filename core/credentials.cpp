@@ -188,7 +188,7 @@ class KubeconfigCredentialSource final : public CredentialSource {
 
 }  // namespace
 
-std::optional<Clock::time_point> parse_rfc3339(std::string_view text) {
+std::optional<std::time_t> parse_rfc3339_seconds(std::string_view text) {
   std::string value(text);
   std::tm tm{};
   const char* rest = strptime(value.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
@@ -218,8 +218,17 @@ std::optional<Clock::time_point> parse_rfc3339(std::string_view text) {
   if (*rest != '\0') {
     return std::nullopt;
   }
-  std::time_t utc = timegm(&tm) - offset_seconds;
-  return Clock::from_time_t(utc);
+  return timegm(&tm) - offset_seconds;
+}
+
+std::optional<Clock::time_point> parse_rfc3339(std::string_view text) {
+  auto seconds = parse_rfc3339_seconds(text);
+  // Whole seconds the clock holds, with a second to spare for the fractions callers add.
+  constexpr std::time_t limit = std::chrono::duration_cast<std::chrono::seconds>(Clock::duration::max()).count() - 1;
+  if (!seconds || *seconds > limit || *seconds < -limit) {
+    return std::nullopt;
+  }
+  return Clock::from_time_t(*seconds);
 }
 
 std::string exec_info_json(const ExecConfig& exec, const ClientConfig& config) {
@@ -287,9 +296,15 @@ Result<ExecCredentialStatus> parse_exec_credential(std::string_view output, std:
     return Error(ErrorKind::config, "exec plugin returned a client certificate without a key, or a key alone");
   }
   if (auto expiration = json::get_string(*status, "expirationTimestamp"); expiration && !expiration->empty()) {
+    auto seconds = parse_rfc3339_seconds(*expiration);
+    if (!seconds) {
+      return Error(ErrorKind::config, "exec plugin returned an invalid expirationTimestamp");
+    }
+    // Go's time (and so client-go) holds years the clock here does not: a far-future
+    // expiry never comes, a time before 1678 (Go's zero time is year 1) has passed.
     result.expiration = parse_rfc3339(*expiration);
     if (!result.expiration) {
-      return Error(ErrorKind::config, "exec plugin returned an invalid expirationTimestamp");
+      result.expiration = *seconds > 0 ? Clock::time_point::max() : Clock::time_point::min();
     }
   }
   return result;

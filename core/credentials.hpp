@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,8 +55,11 @@ struct ExecCredentialStatus {
 Result<ExecCredentialStatus> parse_exec_credential(std::string_view output, std::string_view expected_api_version);
 // The KUBERNETES_EXEC_INFO JSON for a plugin (cluster info when provideClusterInfo).
 std::string exec_info_json(const ExecConfig& exec, const ClientConfig& config);
-// RFC 3339 ("2026-11-21T10:00:00Z", fractions and offsets accepted).
+// RFC 3339 ("2026-11-21T10:00:00Z", fractions and offsets accepted). nullopt as well for
+// times the clock cannot hold (nanoseconds in 64 bits: years 1678 to 2262).
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
+// The same as seconds since 1970, for any year (what to do beyond the clock is the caller's).
+std::optional<std::time_t> parse_rfc3339_seconds(std::string_view text);
 
 // Credentials from a resolved kubeconfig. `clock` is injected so tests check expiry
 // and the one-minute token file re-read without sleeping.

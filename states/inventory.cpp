@@ -198,6 +198,7 @@ Status decode_entries_v1(const json::Value& list, const char* what, bool need_ui
     if (!need_uid) {
       if (auto times = decode_times(value, where, entry); !times.ok())
         return times;
+      entry.uid.clear();  // a pending entry has no object yet, so no UID (kstate wrote "")
     }
     if (entry.kind.empty() || entry.name.empty() || entry.version.empty() || (need_uid && entry.uid.empty()))
       return Error(

@@ -179,3 +179,27 @@ TEST_CASE("RFC 3339 timestamps with offsets and fractions parse", "[credentials]
   CHECK(parse_rfc3339("2026-11-21T12:00:00.123+02:00") == utc);
   CHECK_FALSE(parse_rfc3339("yesterday"));
 }
+
+TEST_CASE("RFC 3339 times the clock cannot hold are refused, and a plugin's far-future expiry means no expiry",
+          "[credentials]") {
+  // system_clock counts nanoseconds in 64 bits: years 1678 to 2262. Converting year 4054
+  // overflowed (undefined behaviour, found by fuzzing the inventory decoder).
+  CHECK(parse_rfc3339("2262-01-01T00:00:00Z"));
+  CHECK(parse_rfc3339("1678-01-01T00:00:00Z"));
+  CHECK_FALSE(parse_rfc3339("4054-01-15T08:00:00Z"));
+  CHECK_FALSE(parse_rfc3339("9999-12-31T23:59:59Z"));
+  CHECK_FALSE(parse_rfc3339("0001-01-01T00:00:00Z"));
+  // Go's time holds year 9999, so client-go accepts such an expirationTimestamp: never
+  // expires within the process's life. Year 1 (Go's zero time) has expired.
+  const std::string credential = R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",)"
+                                 R"("status":{"token":"t","expirationTimestamp":")";
+  auto far = parse_exec_credential(credential + R"(9999-12-31T23:59:59Z"}})", "client.authentication.k8s.io/v1");
+  REQUIRE(far.ok());
+  REQUIRE(far->expiration);
+  CHECK(*far->expiration > *parse_rfc3339("2262-01-01T00:00:00Z"));
+  auto zero = parse_exec_credential(credential + R"(0001-01-01T00:00:00Z"}})", "client.authentication.k8s.io/v1");
+  REQUIRE(zero.ok());
+  REQUIRE(zero->expiration);
+  CHECK(*zero->expiration < *parse_rfc3339("1678-01-01T00:00:00Z"));
+  CHECK_FALSE(parse_exec_credential(credential + R"(soon"}})", "client.authentication.k8s.io/v1").ok());
+}
