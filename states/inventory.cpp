@@ -90,23 +90,56 @@ const InventoryEntry* Inventory::find(const ObjectKey& key) const {
 
 namespace {
 
-// The fields entries of one group share in format 2; names (and UIDs) are listed once
-// per entry. Ordered as the entries are (group, kind, namespace first), so groups are
-// written in a stable order.
+// The fields entries of one group share in format 2; names, UIDs and sources are listed
+// once per entry. Ordered as the entries are (group, kind, namespace first), so groups
+// are written in a stable order.
 struct GroupKey {
-  std::string group, kind, ns, version, source, since, missing_since;
+  std::string group, kind, ns, version, since, missing_since;
   friend auto operator<=>(const GroupKey&, const GroupKey&) = default;
 };
 
+// The manifest files entries were declared in, written once each: relative to the
+// directory they all share ("sourceRoot"), and referred to by their index. With one
+// file per object (10,000 files) the paths would otherwise be most of the inventory.
+struct SourceTable {
+  std::string root;
+  std::vector<std::string> relative;         // sorted
+  std::map<std::string, std::size_t> index;  // full path -> index in relative
+
+  explicit SourceTable(const std::vector<const std::vector<InventoryEntry>*>& lists) {
+    std::set<std::string> paths;
+    for (const auto* list : lists) {
+      for (const InventoryEntry& entry : *list) {
+        paths.insert(entry.source);
+      }
+    }
+    if (!paths.empty()) {
+      // The longest common prefix of the first and last (sorted) paths is every path's,
+      // cut after its last '/' so that a name is never split.
+      const std::string& first = *paths.begin();
+      const std::string& last = *paths.rbegin();
+      std::size_t common = 0;
+      while (common < first.size() && common < last.size() && first[common] == last[common]) {
+        ++common;
+      }
+      const std::size_t slash = first.rfind('/', common == 0 ? 0 : common - 1);
+      root = common == 0 || slash == std::string::npos ? std::string() : first.substr(0, slash + 1);
+    }
+    for (const std::string& path : paths) {
+      index.emplace(path, relative.size());
+      relative.push_back(path.substr(root.size()));
+    }
+  }
+};
+
 void write_groups(rapidjson::Writer<rapidjson::StringBuffer>& writer, const std::vector<InventoryEntry>& entries,
-                  bool with_uids) {
+                  bool with_uids, const SourceTable& sources) {
   std::map<GroupKey, std::vector<const InventoryEntry*>> groups;
   for (const InventoryEntry& entry : entries) {
     GroupKey key{entry.group,
                  entry.kind,
                  entry.ns,
                  entry.version,
-                 entry.source,
                  entry.since ? format_time(*entry.since) : std::string(),
                  entry.missing_since ? format_time(*entry.missing_since) : std::string()};
     groups[std::move(key)].push_back(&entry);
@@ -125,7 +158,6 @@ void write_groups(rapidjson::Writer<rapidjson::StringBuffer>& writer, const std:
     field("version", key.version);
     field("kind", key.kind);
     field("namespace", key.ns);
-    field("source", key.source);
     if (!key.since.empty()) {
       field("since", key.since);
     }
@@ -146,6 +178,12 @@ void write_groups(rapidjson::Writer<rapidjson::StringBuffer>& writer, const std:
       }
       writer.EndArray();
     }
+    writer.Key("sources");
+    writer.StartArray();
+    for (const InventoryEntry* entry : members) {
+      writer.Uint64(sources.index.at(entry->source));
+    }
+    writer.EndArray();
     writer.EndObject();
   }
   writer.EndArray();
@@ -210,10 +248,11 @@ Status decode_entries_v1(const json::Value& list, const char* what, bool need_ui
   return ok_status();
 }
 
-// Format 2: groups of entries that share group, version, kind, namespace, source (and,
-// for pending entries, their times), each with its names and, when recorded, their
-// UIDs in the same order.
-Status decode_groups_v2(const json::Value& list, const char* what, bool need_uid, std::vector<InventoryEntry>& out) {
+// Format 2: groups of entries that share group, version, kind and namespace (and, for
+// pending entries, their times), each with its names, their UIDs when recorded, and the
+// index of each one's file in the inventory's source table.
+Status decode_groups_v2(const json::Value& list, const char* what, bool need_uid,
+                        const std::vector<std::string>& sources, std::vector<InventoryEntry>& out) {
   std::size_t index = 0;
   for (const json::Value& value : list.GetArray()) {
     const std::string where = std::string(what) + " group " + std::to_string(index++);
@@ -223,20 +262,13 @@ Status decode_groups_v2(const json::Value& list, const char* what, bool need_uid
     struct Field {
       const char* name;
       std::string* target;
-      bool required;
     };
-    const Field fields[] = {{"group", &shared.group, true},
-                            {"version", &shared.version, true},
-                            {"kind", &shared.kind, true},
-                            {"namespace", &shared.ns, true},
-                            {"source", &shared.source, false}};
+    const Field fields[] = {
+        {"group", &shared.group}, {"version", &shared.version}, {"kind", &shared.kind}, {"namespace", &shared.ns}};
     for (const Field& field : fields) {
       auto text = json::get_string(value, field.name);
-      if (!text) {
-        if (!field.required && json::find(value, field.name) == nullptr)
-          continue;
+      if (!text)
         return Error(ErrorKind::invalid_input, "inventory " + where + " has no string field '" + field.name + "'");
-      }
       *field.target = std::string(*text);
     }
     if (shared.kind.empty() || shared.version.empty())
@@ -247,26 +279,55 @@ Status decode_groups_v2(const json::Value& list, const char* what, bool need_uid
     }
     const json::Value* names = json::find(value, "names");
     const json::Value* uids = json::find(value, "uids");
+    const json::Value* files = json::find(value, "sources");
     if (names == nullptr || !names->IsArray())
       return Error(ErrorKind::invalid_input, "inventory " + where + " has no names array");
     if (need_uid && (uids == nullptr || !uids->IsArray() || uids->Size() != names->Size()))
       return Error(ErrorKind::invalid_input, "inventory " + where + " has no uids array as long as its names");
+    if (files != nullptr && (!files->IsArray() || files->Size() != names->Size()))
+      return Error(ErrorKind::invalid_input, "inventory " + where + " has a sources array not as long as its names");
     for (rapidjson::SizeType i = 0; i < names->Size(); ++i) {
       const json::Value& name = (*names)[i];
       const json::Value* uid = need_uid ? &(*uids)[i] : nullptr;
+      const json::Value* file = files != nullptr ? &(*files)[i] : nullptr;
+      const std::string entry_where = where + " entry " + std::to_string(i);
       if (!name.IsString() || name.GetStringLength() == 0 ||
           (uid != nullptr && (!uid->IsString() || uid->GetStringLength() == 0)))
-        return Error(ErrorKind::invalid_input, "inventory " + where + " entry " + std::to_string(i) +
-                                                   (need_uid ? " lacks a name or uid" : " lacks a name"));
+        return Error(ErrorKind::invalid_input,
+                     "inventory " + entry_where + (need_uid ? " lacks a name or uid" : " lacks a name"));
+      if (file != nullptr && (!file->IsUint64() || file->GetUint64() >= sources.size()))
+        return Error(ErrorKind::invalid_input, "inventory " + entry_where + " has no source in the sources table");
       InventoryEntry entry = shared;
       entry.name.assign(name.GetString(), name.GetStringLength());
       if (uid != nullptr) {
         entry.uid.assign(uid->GetString(), uid->GetStringLength());
       }
+      if (file != nullptr) {
+        entry.source = sources[file->GetUint64()];
+      }
       out.push_back(std::move(entry));
     }
   }
   return ok_status();
+}
+
+// Format 2's source table: "sourceRoot" joined to each of "sources".
+Result<std::vector<std::string>> decode_sources(const json::Value& root) {
+  std::vector<std::string> sources;
+  const json::Value* table = json::find(root, "sources");
+  if (table == nullptr)
+    return sources;
+  const json::Value* prefix = json::find(root, "sourceRoot");
+  if (!table->IsArray() || (prefix != nullptr && !prefix->IsString()))
+    return Error(ErrorKind::invalid_input, "inventory's sources are not an array of strings with a string root");
+  const std::string common = prefix != nullptr ? std::string(prefix->GetString(), prefix->GetStringLength()) : "";
+  sources.reserve(table->Size());
+  for (const json::Value& path : table->GetArray()) {
+    if (!path.IsString())
+      return Error(ErrorKind::invalid_input, "inventory's sources are not an array of strings with a string root");
+    sources.push_back(common + std::string(path.GetString(), path.GetStringLength()));
+  }
+  return sources;
 }
 
 }  // namespace
@@ -276,16 +337,25 @@ std::string encode_inventory(const Inventory& inventory) {
   sort_and_deduplicate(entries);
   std::vector<InventoryEntry> pending = inventory.pending;
   sort_and_deduplicate(pending);
+  const SourceTable sources({&entries, &pending});
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
   writer.StartObject();
   writer.Key("version");
   writer.Int(inventory_format_version);
+  writer.Key("sourceRoot");
+  writer.String(sources.root.c_str(), static_cast<rapidjson::SizeType>(sources.root.size()));
+  writer.Key("sources");
+  writer.StartArray();
+  for (const std::string& path : sources.relative) {
+    writer.String(path.c_str(), static_cast<rapidjson::SizeType>(path.size()));
+  }
+  writer.EndArray();
   writer.Key("entries");
-  write_groups(writer, entries, true);
+  write_groups(writer, entries, true, sources);
   if (!pending.empty()) {
     writer.Key("pending");
-    write_groups(writer, pending, false);
+    write_groups(writer, pending, false, sources);
   }
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
@@ -299,7 +369,17 @@ Result<Inventory> decode_inventory(std::string_view json_text) {
   const json::Value* version = json::find(root, "version");
   if (version == nullptr || !version->IsInt() || version->GetInt() < 1 || version->GetInt() > inventory_format_version)
     return Error(ErrorKind::invalid_input, "inventory has no or an unknown format version");
-  const auto decode = version->GetInt() == 1 ? decode_entries_v1 : decode_groups_v2;
+  std::vector<std::string> sources;
+  if (version->GetInt() == 2) {
+    auto table = decode_sources(root);
+    if (!table)
+      return table.error();
+    sources = std::move(table).value();
+  }
+  const auto decode = [&](const json::Value& list, const char* what, bool need_uid, std::vector<InventoryEntry>& out) {
+    return version->GetInt() == 1 ? decode_entries_v1(list, what, need_uid, out)
+                                  : decode_groups_v2(list, what, need_uid, sources, out);
+  };
   const json::Value* entries = json::find(root, "entries");
   if (entries == nullptr || !entries->IsArray())
     return Error(ErrorKind::invalid_input, "inventory has no entries array");

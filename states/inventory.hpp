@@ -70,14 +70,16 @@ constexpr std::string_view inventory_data_key = "inventory.json";
 // The format written. Format 1 (kstate before 2026-11-21) still decodes.
 constexpr int inventory_format_version = 2;
 
-// Format 2, entries grouped by what they share, so that a Secret (1 MiB of data at most)
-// holds ~20,000 entries instead of ~5,000:
-// {"version":2,"entries":[{"group":..,"version":..,"kind":..,"namespace":..,"source":..,
-// "names":[..],"uids":[..]}],"pending":[{same, without "uids", plus "since" and
-// "missingSince" when known, RFC 3339 UTC like "2026-11-21T10:00:00Z"}]}. Groups are
-// ordered by (group, kind, namespace, version, source, times), names as the entries are
-// sorted, so that an unchanged inventory encodes the same; "pending" only when there
-// are pending entries.
+// Format 2, entries grouped by what they share and each file written once, so that a
+// Secret (1 MiB of data at most) holds ~10,000 entries with 40-character names or one
+// file per object (format 1: ~4,500):
+// {"version":2,"sourceRoot":"dir/","sources":["a.yaml",..],"entries":[{"group":..,
+// "version":..,"kind":..,"namespace":..,"names":[..],"uids":[..],"sources":[0,..]}],
+// "pending":[{same, without "uids", plus "since" and "missingSince" when known, RFC 3339
+// UTC like "2026-11-21T10:00:00Z"}]}. A source is sourceRoot + sources[index]; groups are
+// ordered by (group, kind, namespace, version, times), names as the entries are sorted,
+// so that an unchanged inventory encodes the same; "pending" only when there are
+// pending entries.
 // Format 1: {"version":1,"entries":[{"group":..,"version":..,"kind":..,"namespace":..,
 // "name":..,"uid":..,"source":..}],"pending":[same fields, uid "", plus the times]}.
 std::string encode_inventory(const Inventory& inventory);

@@ -2,7 +2,7 @@
 // refuses a Secret whose data holds more than 1 MiB, and the emulator does too: with
 // one JSON object per entry (inventory format 1) 6,000 objects took ~1.4 MB, so their
 // pending entries could not be recorded and nothing was applied. Format 2 groups the
-// entries by kind, namespace and file, so the same objects need ~0.5 MB.
+// entries by kind and namespace and writes each file once, so they need ~0.5 MB.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>

@@ -42,15 +42,15 @@ TEST_CASE("the inventory encodes deterministically and decodes back", "[inventor
   states::Inventory shuffled;
   shuffled.entries = {inventory.entries[2], inventory.entries[0], inventory.entries[3], inventory.entries[1]};
   CHECK(states::encode_inventory(shuffled) == text);
-  // Entries that share group, version, kind, namespace and file are one group.
-  CHECK(
-      text ==
-      R"({"version":2,"entries":[)"
-      R"({"group":"","version":"v1","kind":"ConfigMap","namespace":"web","source":"dir/app.yaml",)"
-      R"("names":["a \"quoted\" name","settings"],"uids":["u4","u1"]},)"
-      R"({"group":"","version":"v1","kind":"Namespace","namespace":"","source":"dir/app.yaml","names":["web"],"uids":["u3"]},)"
-      R"({"group":"apps","version":"v1","kind":"Deployment","namespace":"web","source":"dir/web/deploy.yaml",)"
-      R"("names":["frontend"],"uids":["u2"]}]})");
+  // Entries that share group, version, kind and namespace are one group; each file is
+  // written once, relative to the folder all share, and entries refer to it by index.
+  CHECK(text ==
+        R"({"version":2,"sourceRoot":"dir/","sources":["app.yaml","web/deploy.yaml"],"entries":[)"
+        R"({"group":"","version":"v1","kind":"ConfigMap","namespace":"web",)"
+        R"("names":["a \"quoted\" name","settings"],"uids":["u4","u1"],"sources":[0,0]},)"
+        R"({"group":"","version":"v1","kind":"Namespace","namespace":"","names":["web"],"uids":["u3"],"sources":[0]},)"
+        R"({"group":"apps","version":"v1","kind":"Deployment","namespace":"web","names":["frontend"],"uids":["u2"],)"
+        R"("sources":[1]}]})");
 
   auto decoded = states::decode_inventory(text);
   REQUIRE(decoded.ok());
@@ -97,6 +97,13 @@ TEST_CASE("a malformed inventory is rejected as a whole", "[inventory]") {
       {"uid not a string",
        R"({"version":2,"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","names":["b"],"uids":[7]}]})",
        "lacks a name or uid"},
+      {"source index out of the table",
+       R"({"version":2,"sources":["a.yaml"],"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","names":["b"],"uids":["u"],"sources":[1]}]})",
+       "entry group 0 entry 0 has no source"},
+      {"fewer sources than names",
+       R"({"version":2,"sources":["a.yaml"],"entries":[{"group":"","version":"v1","kind":"ConfigMap","namespace":"a","names":["b","c"],"uids":["u","v"],"sources":[0]}]})",
+       "sources array"},
+      {"source table not strings", R"({"version":2,"sources":[3],"entries":[]})", "sources are not"},
       {"group without kind",
        R"({"version":2,"entries":[{"group":"","version":"v1","kind":"","namespace":"a","names":["b"],"uids":["u"]}]})",
        "lacks a kind"},
@@ -235,9 +242,11 @@ TEST_CASE("pending entries keep when they were added and found missing, and olde
   inventory.pending = {fresh, missing};
   const std::string text = states::encode_inventory(inventory);
   // Entries with other times are other groups.
-  CHECK_THAT(text, Catch::Contains(R"("source":"dir/app.yaml","since":"2027-01-15T08:00:00Z","names":["fresh"]})"));
-  CHECK_THAT(text, Catch::Contains(
-                       R"("since":"2027-01-15T08:00:00Z","missingSince":"2027-01-15T08:01:15Z","names":["missing"]})"));
+  CHECK_THAT(text, Catch::Contains(R"("since":"2027-01-15T08:00:00Z","names":["fresh"],"sources":[0]})"));
+  CHECK_THAT(
+      text,
+      Catch::Contains(
+          R"("since":"2027-01-15T08:00:00Z","missingSince":"2027-01-15T08:01:15Z","names":["missing"],"sources":[0]})"));
   auto decoded = states::decode_inventory(text);
   REQUIRE(decoded.ok());
   REQUIRE(decoded->pending.size() == 2);
@@ -327,13 +336,37 @@ TEST_CASE("format 2 fits the inventory of 10,000 objects in the 1 MiB a Secret h
   }
   const std::string text = states::encode_inventory(inventory);
   INFO(text.size() << " bytes");
-  CHECK(text.size() < std::size_t{1} << 20);  // ~840 kB: 83 bytes per entry, most of them the name and the UID
+  CHECK(text.size() < std::size_t{1} << 20);  // ~858 kB: 86 bytes per entry, most of them the name and the UID
   auto decoded = states::decode_inventory(text);
   REQUIRE(decoded.ok());
   CHECK(decoded->entries.size() == inventory.entries.size());
   std::sort(inventory.entries.begin(), inventory.entries.end(),
             [](const InventoryEntry& a, const InventoryEntry& b) { return a.key_fields() < b.key_fields(); });
   CHECK(*decoded == inventory);
+}
+
+TEST_CASE("format 2 fits 10,000 objects declared one per file", "[inventory]") {
+  // As the bench's daemon corpus and kube-addon-manager-style folders are laid out: each
+  // path is written once in the table, relative to the folder they share.
+  states::Inventory inventory;
+  for (int i = 0; i < 10'000; ++i) {
+    const std::string ns = "tenant-" + std::to_string(i % 100);
+    const std::string name = "object-" + std::to_string(i);
+    char uid[40];
+    std::snprintf(uid, sizeof uid, "%08x-1111-4222-8333-%012d", i, i);
+    inventory.entries.push_back(entry(i % 2 == 0 ? "ConfigMap" : "Secret", ns, name, uid, "",
+                                      "/srv/kstate/manifests/" + ns + "/" + name + ".yaml"));
+  }
+  const std::string text = states::encode_inventory(inventory);
+  INFO(text.size() << " bytes");
+  CHECK(text.size() < std::size_t{1} << 20);                                           // ~876 kB: 88 bytes per entry
+  CHECK(text.find("/srv/kstate/manifests/") == text.rfind("/srv/kstate/manifests/"));  // the root, once
+  auto decoded = states::decode_inventory(text);
+  REQUIRE(decoded.ok());
+  REQUIRE(decoded->entries.size() == inventory.entries.size());
+  const InventoryEntry* found = decoded->find({"", "Secret", "tenant-77", "object-9977"});
+  REQUIRE(found != nullptr);
+  CHECK(found->source == "/srv/kstate/manifests/tenant-77/object-9977.yaml");
 }
 
 TEST_CASE("merging agrees with a plain model on random inventories, applies and removals", "[inventory][randomized]") {
