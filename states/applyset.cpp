@@ -61,6 +61,11 @@ std::string contains_group_kinds(const Inventory& inventory) {
 
 json::Document make_parent_secret(const ApplySetParent& parent, std::string_view kstate_version,
                                   const Inventory& inventory) {
+  return make_parent_secret(parent, kstate_version, inventory, encode_inventory(inventory));
+}
+
+json::Document make_parent_secret(const ApplySetParent& parent, std::string_view kstate_version,
+                                  const Inventory& inventory, std::string_view encoded_inventory) {
   json::Document secret(rapidjson::kObjectType);
   auto& allocator = secret.GetAllocator();
   json::set_string(secret, "apiVersion", "v1", allocator);
@@ -82,7 +87,7 @@ json::Document make_parent_secret(const ApplySetParent& parent, std::string_view
   json::set_string(annotations, applyset_namespaces_annotation, join(other_namespaces), allocator);
   json::set_string(secret, "type", "Opaque", allocator);
   json::Value& data = json::ensure_object(secret, "data", allocator);
-  json::set_string(data, inventory_data_key, encoding::base64_encode(encode_inventory(inventory)), allocator);
+  json::set_string(data, inventory_data_key, encoding::base64_encode(encoded_inventory), allocator);
   return secret;
 }
 

@@ -7,6 +7,7 @@
 // contains-group-kinds annotations and kstate's inventory. Pure logic: no I/O.
 #pragma once
 
+#include <cstddef>
 #include <set>
 #include <string>
 #include <string_view>
@@ -49,5 +50,12 @@ std::string contains_group_kinds(const Inventory& inventory);
 // in data[inventory.json] (base64). Type Opaque.
 json::Document make_parent_secret(const ApplySetParent& parent, std::string_view kstate_version,
                                   const Inventory& inventory);
+// The same with the inventory already encoded (encode_inventory(inventory)).
+json::Document make_parent_secret(const ApplySetParent& parent, std::string_view kstate_version,
+                                  const Inventory& inventory, std::string_view encoded_inventory);
+
+// What kube-apiserver lets a Secret's data hold in all (decoded bytes): the inventory's
+// JSON is the parent's only data, so this bounds it.
+constexpr std::size_t max_secret_data_bytes = std::size_t{1} << 20;
 
 }  // namespace kstate::states

@@ -431,7 +431,17 @@ asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resol
 // Writes the parent Secret with this inventory (server-side apply, idempotent).
 asio::awaitable<Status> write_parent(DynamicClient& client, const ParentSecret& parent, const ReconcileOptions& options,
                                      const Inventory& inventory) {
-  json::Document secret = make_parent_secret(options.parent, options.kstate_version, inventory);
+  const std::string encoded = encode_inventory(inventory);
+  if (encoded.size() > max_secret_data_bytes) {
+    // The API server would refuse it ("data: Too long"); say why, and what to do.
+    co_return Error(ErrorKind::invalid_input,
+                    "the inventory of " + std::to_string(inventory.entries.size() + inventory.pending.size()) +
+                        " objects takes " + std::to_string(encoded.size()) + " bytes, more than the " +
+                        std::to_string(max_secret_data_bytes) +
+                        " a Secret can hold (about 10,000 objects fit): split the manifests over several "
+                        "folders, each with its own ApplySet parent (applyset.name in the daemon config)");
+  }
+  json::Document secret = make_parent_secret(options.parent, options.kstate_version, inventory, encoded);
   WriteOptions write;
   write.field_manager = options.engine.field_manager;
   write.force = true;

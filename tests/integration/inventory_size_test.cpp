@@ -21,7 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int namespaces = 20;
 constexpr int per_namespace = 300;
 
 // Names as long as real ones tend to be (Helm's release-chart-component style).
@@ -31,7 +30,7 @@ std::string object_name(int index) {
   return name;
 }
 
-void write_manifests(const fs::path& dir) {
+void write_manifests(const fs::path& dir, int namespaces) {
   fs::create_directories(dir);
   for (int n = 0; n < namespaces; ++n) {
     const std::string ns = "tenant-" + std::to_string(n);
@@ -50,7 +49,8 @@ TEST_CASE("6000 objects are applied and recorded within the 1 MiB a Secret can h
   Emulator emulator;
   TempDir work{"kstate-inventory-size"};
   const fs::path dir = work.path() / "manifests";
-  write_manifests(dir);
+  const int namespaces = 20;
+  write_manifests(dir, namespaces);
   const std::string cache = (work.path() / "cache").string();
 
   auto applied = kstate::testing::run_process(
@@ -83,4 +83,31 @@ TEST_CASE("6000 objects are applied and recorded within the 1 MiB a Secret can h
                                              "100000", "--burst", "100000"});
   CHECK(again.exit_code == 0);
   CHECK(again.out.find("changed=0") != std::string::npos);
+}
+
+TEST_CASE("an inventory too large for its Secret is refused before anything is applied, with one clear error",
+          "[integration][inventory]") {
+  // 21,000 objects with 45-character names: even their pending entries (names only) take
+  // more than 1 MiB.
+  Emulator emulator;
+  TempDir work{"kstate-inventory-too-large"};
+  const fs::path dir = work.path() / "manifests";
+  write_manifests(dir, 70);
+  emulator.reset_request_log();
+
+  auto applied = kstate::testing::run_process(
+      {KSTATE_BINARY, "apply", dir.string(), "--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir",
+       (work.path() / "cache").string(), "--qps", "100000", "--burst", "100000"});
+  CHECK(applied.exit_code == 2);
+  const std::string output = applied.out + applied.err;
+  INFO(output.substr(0, 3000));
+  CHECK(output.find("inventory: cannot record the objects about to be applied in the ApplySet parent Secret "
+                    "kube-system/kstate: the inventory of 21070 objects takes") != std::string::npos);
+  CHECK(output.find("more than the 1048576 a Secret can hold (about 10,000 objects fit): split the manifests") !=
+        std::string::npos);
+  CHECK(output.find("(nothing applied, nothing pruned)") != std::string::npos);
+  // Nothing was written: no object, and no parent (the doomed record was not even sent).
+  CHECK(emulator.count_requests("PATCH", "/") == 0);
+  CHECK(emulator.count_requests("POST", "/") == 0);
+  CHECK(emulator.request("GET", "/api/v1/namespaces/kube-system/secrets/kstate").status == 404);
 }
