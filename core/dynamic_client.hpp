@@ -151,4 +151,34 @@ T run_sync(asio::io_context& io, asio::awaitable<T> task) {
   return std::move(*result);
 }
 
+inline void run_sync(asio::io_context& io, asio::awaitable<void> task) {
+  std::exception_ptr failure;
+  asio::co_spawn(io, std::move(task), [&](std::exception_ptr error) { failure = error; });
+  io.restart();
+  io.run();
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+}
+
+// As run_sync, but returns as soon as `task` has completed: work it started and left
+// running (requests it spawned) stays pending on `io`, for its next run.
+template <class T>
+T run_until_complete(asio::io_context& io, asio::awaitable<T> task) {
+  std::optional<T> result;
+  std::exception_ptr failure;
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { result.emplace(co_await std::move(task)); },
+      [&](std::exception_ptr error) {
+        failure = error;
+        io.stop();
+      });
+  io.restart();
+  io.run();
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+  return std::move(*result);
+}
+
 }  // namespace kstate

@@ -1178,6 +1178,7 @@ struct BackgroundLoad::Shared {
   std::atomic<std::size_t> next_file{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
+  std::atomic<std::size_t> threads_loading{0};
 
   void load_some() {
     try {
@@ -1199,12 +1200,14 @@ BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const Load
   shared_->files = list_manifest_files(paths, shared_->walk_errors);
   shared_->per_file.resize(shared_->files.size());
   std::size_t count = std::min(static_cast<std::size_t>(std::max(threads, 0)), shared_->files.size());
+  shared_->threads_loading = count;
   for (std::size_t t = 0; t < count; ++t) {
     threads_.emplace_back([shared = shared_, on_thread_start] {
       if (on_thread_start) {
         on_thread_start();
       }
       shared->load_some();
+      --shared->threads_loading;
     });
   }
 }
@@ -1218,7 +1221,9 @@ BackgroundLoad::~BackgroundLoad() {
   }
 }
 
-LoadResult BackgroundLoad::finish() {
+LoadResult BackgroundLoad::finish(const std::function<bool()>& instead) {
+  while (instead && shared_->threads_loading > 0 && instead()) {
+  }
   shared_->load_some();
   for (auto& thread : threads_) {
     thread.join();

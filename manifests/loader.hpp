@@ -138,7 +138,11 @@ class BackgroundLoad {
   ~BackgroundLoad();
   BackgroundLoad(const BackgroundLoad&) = delete;
   BackgroundLoad& operator=(const BackgroundLoad&) = delete;
-  LoadResult finish();  // once
+  // Once. This thread loads files too; but first, if `instead` is set, it calls it
+  // again and again until the other threads are done or it returns false, and then
+  // loads only the files still left (`kstate apply` runs its io_context in it while
+  // requests it started are in flight, so that they progress during the load).
+  LoadResult finish(const std::function<bool()>& instead = {});
 
  private:
   struct Shared;

@@ -20,6 +20,7 @@
 #include "states/compare.hpp"
 #include "states/diff.hpp"
 #include "states/ordering.hpp"
+#include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
 #include "states/schema_validation.hpp"
 
@@ -284,7 +285,7 @@ struct Engine::Impl {
     }
     auto& work = prefetch_work;
     for (auto& [kind, kind_pairs] : kinds) {
-      if (read_across_namespaces(kind_pairs)) {
+      if (read_across_namespaces(kind_pairs) || listed_ahead(kind_pairs)) {
         work.push_back(PrefetchWork{std::move(kind_pairs), true});
         continue;
       }
@@ -320,12 +321,9 @@ struct Engine::Impl {
     return true;
   }
 
-  std::string ownership_selector() const {
-    std::string selector;
-    for (const auto& [key, value] : options.ownership_labels) {
-      selector += (selector.empty() ? "" : ",") + key + "=" + value;
-    }
-    return selector;
+  bool listed_ahead(const std::vector<std::vector<std::size_t>>& kind_pairs) const {
+    const ApiResource& resource = *slots[kind_pairs.front().front()].resource;
+    return options.read_ahead && resource.namespaced && options.read_ahead->started(resource.gvk());
   }
 
   // Marks a pair read (or unread: its states then read their objects one by one and
@@ -381,10 +379,19 @@ struct Engine::Impl {
   asio::awaitable<void> read_kind(const std::vector<std::vector<std::size_t>>& kind_pairs) {
     const Slot& first = slots[kind_pairs.front().front()];
     ListOptions owned;
-    owned.label_selector = ownership_selector();
+    owned.label_selector = label_selector(options.ownership_labels);
     ApiResource resource = *first.resource;
+    std::optional<Result<json::Document>> ahead;
+    if (options.read_ahead) {
+      ahead = co_await options.read_ahead->take(resource);
+    }
     std::string all_namespaces;
-    auto listed = co_await client.list(resource, all_namespaces, owned);
+    Result<json::Document> listed = Error(ErrorKind::internal, "not listed");
+    if (ahead) {
+      listed = std::move(*ahead);
+    } else {
+      listed = co_await client.list(resource, all_namespaces, owned);
+    }
     std::vector<const std::vector<std::size_t>*> unanswered;
     if (!listed.ok()) {
       for (const auto& members : kind_pairs) {
@@ -1436,6 +1443,14 @@ struct Engine::Impl {
     co_return co_await wait_until(index, unknown, checker, policy, defaults, goal);
   }
 };
+
+std::string label_selector(const std::map<std::string, std::string>& labels) {
+  std::string selector;
+  for (const auto& [key, value] : labels) {
+    selector += (selector.empty() ? "" : ",") + key + "=" + value;
+  }
+  return selector;
+}
 
 Engine::Engine(DynamicClient& client, KindResolver& resolver, EngineOptions options)
     : client_(client), resolver_(resolver), options_(std::move(options)) {}

@@ -43,6 +43,7 @@ class KindResolver {
 };
 
 struct ObjectRef;
+class ReadAhead;
 
 struct EngineOptions {
   bool test_mode = false;
@@ -70,6 +71,10 @@ struct EngineOptions {
   // span several namespaces, they are read with one LIST across namespaces selected by
   // ownership_labels instead of one LIST per namespace. Unset: one per namespace.
   std::function<bool(const ObjectRef&)> recorded;
+  // LISTs across namespaces started before the manifests were loaded (read_ahead.hpp).
+  // A kind with one is read from its answer, like a kind read across namespaces above
+  // (a pair the answer lacks an object of is read on its own).
+  std::shared_ptr<ReadAhead> read_ahead;
   // Build the objects to send while the live objects are being read, instead of each
   // just before its comparison (`kstate apply`/`test`: the process has the memory to
   // hold them all; the daemon builds them one at a time).
@@ -77,6 +82,9 @@ struct EngineOptions {
   // Injected so tests of waits never sleep longer than needed.
   std::function<asio::awaitable<void>(std::chrono::milliseconds)> sleep;
 };
+
+// A label selector matching every one of `labels` ("k1=v1,k2=v2").
+std::string label_selector(const std::map<std::string, std::string>& labels);
 
 // Identity of the object a state concerns, resolved against discovery.
 struct ObjectRef {

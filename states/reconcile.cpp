@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/this_coro.hpp>
 #include <chrono>
 #include <tuple>
 
@@ -501,13 +502,26 @@ asio::awaitable<CycleStart> begin_cycle(DynamicClient& client, KindResolver& res
   if (parent.readable) {
     parent.loaded = load_inventory(parent.object.IsNull() ? nullptr : &parent.object);
   }
+  // The same condition as reconcile's reads across namespaces (`recorded` below).
+  if (options.read_ahead && !options.only_files && parent.readable &&
+      parent.loaded.status != InventoryStatus::corrupt) {
+    std::vector<GroupVersionKind> kinds = ReadAhead::kinds_to_list(parent.loaded.inventory);
+    if (!kinds.empty()) {
+      start.read_ahead = ReadAhead::start(client, resolver, kinds, label_selector(options.engine.ownership_labels),
+                                          co_await asio::this_coro::executor);
+    }
+  }
   co_return start;
 }
 
 asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolver,
                                      std::vector<manifests::State>& states, const ReconcileOptions& options) {
   CycleStart start = co_await begin_cycle(client, resolver, options);
-  co_return co_await reconcile(client, resolver, states, options, start);
+  RunReport report = co_await reconcile(client, resolver, states, options, start);
+  if (start.read_ahead) {
+    co_await start.read_ahead->finished();
+  }
+  co_return report;
 }
 
 asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolver,
@@ -552,6 +566,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     engine_options.recorded = [&recorded](const ObjectRef& ref) {
       return recorded.find(ObjectKey{ref.gvk.group, ref.gvk.kind, ref.ns, ref.name}) != nullptr;
     };
+    engine_options.read_ahead = start.read_ahead;
   }
   Engine engine(client, resolver, engine_options);
   // The states' live objects are read while the pending entries are recorded: reads

@@ -22,6 +22,7 @@
 #include "manifests/state.hpp"
 #include "states/applyset.hpp"
 #include "states/engine.hpp"
+#include "states/read_ahead.hpp"
 #include "states/report.hpp"
 
 namespace kstate::states {
@@ -38,6 +39,10 @@ struct ReconcileOptions {
   // When set, only the states declared in these files are read and run (the daemon
   // reconciling one changed file); every state still counts as declared for prune.
   std::optional<std::set<std::string>> only_files;
+  // begin_cycle starts the LISTs a re-apply will need, from the inventory, so that they
+  // are answered while the caller loads its manifests (read_ahead.hpp): `kstate apply`
+  // and `kstate test`, which load after begin_cycle. Not with only_files.
+  bool read_ahead = false;
   // Wall clock for the times of pending inventory entries (injected by tests).
   std::function<std::chrono::system_clock::time_point()> now = [] { return std::chrono::system_clock::now(); };
 };
@@ -56,6 +61,9 @@ constexpr std::chrono::seconds pending_grace{120};
 struct CycleStart {
   struct Parent;  // the parent as read, and its inventory (reconcile.cpp)
   std::shared_ptr<Parent> parent;
+  // The LISTs started from the inventory (ReconcileOptions::read_ahead), or null. Wait
+  // for read_ahead->finished() before the client goes away.
+  std::shared_ptr<ReadAhead> read_ahead;
 };
 asio::awaitable<CycleStart> begin_cycle(DynamicClient& client, KindResolver& resolver, const ReconcileOptions& options);
 

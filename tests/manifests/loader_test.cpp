@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -709,6 +711,43 @@ TEST_CASE("load_paths gives the same states, errors and files whatever the numbe
     CHECK(hooked.size() == 3);
     CHECK(hooked.count(std::this_thread::get_id()) == 0);
     CHECK(ids(hooked_result) == ids(one));
+  }
+  {
+    // With `instead`, this thread runs it (kstate apply: its io_context) while the other
+    // thread loads, and loads only what is left once `instead` says it has nothing more
+    // to do; the result is the same either way. The other thread starts loading only
+    // once `instead` has run, so that it surely runs.
+    std::atomic<bool> instead_ran{false};
+    const std::function<void()> wait_for_instead = [&] {
+      while (!instead_ran) {
+        std::this_thread::yield();
+      }
+    };
+    int calls = 0;
+    BackgroundLoad busy_elsewhere({dir.path().string()}, {}, 1, wait_for_instead);
+    LoadResult while_busy = busy_elsewhere.finish([&] {
+      ++calls;
+      instead_ran = true;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      return true;  // called again until the other thread is done
+    });
+    CHECK(calls >= 1);
+    CHECK(ids(while_busy) == ids(one));
+    CHECK(while_busy.files == one.files);
+    CHECK(while_busy.file_hashes == one.file_hashes);
+
+    instead_ran = false;
+    calls = 0;
+    BackgroundLoad helped({dir.path().string()}, {}, 1, wait_for_instead);
+    LoadResult helped_result = helped.finish([&] {
+      ++calls;
+      instead_ran = true;
+      return false;  // nothing to do: this thread then loads the files still left
+    });
+    CHECK(calls == 1);
+    CHECK(ids(helped_result) == ids(one));
+    CHECK(helped_result.files == one.files);
+    CHECK(helped_result.file_hashes == one.file_hashes);
   }
   // z-shared.yaml is read first by the include in a-includer.yaml, so it is listed there.
   auto includer = std::find(one.files.begin(), one.files.end(), (dir.path() / "a-includer.yaml").string());
