@@ -151,6 +151,9 @@ struct Engine::Impl {
   std::set<std::string> pending_namespaces;
   // "group/Kind" -> the CRD (as it would be created), whose schema validates its CRs locally.
   std::map<std::string, json::Document> pending_crd_kinds;
+  // "group/Kind" -> the CRD as this run would update it: the versions it adds are not
+  // served yet, so their CRs are validated locally against it too.
+  std::map<std::string, json::Document> updated_crd_kinds;
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
   bool crd_established_since_refresh = false;
@@ -725,9 +728,16 @@ struct Engine::Impl {
     Slot& slot = slots[index];
     State& state = states[index];
     if (!slot.resource) {
-      auto crd = pending_crd_kinds.find(slot.ref.gvk.group + "/" + slot.ref.gvk.kind);
+      const std::string kind_key = slot.ref.gvk.group + "/" + slot.ref.gvk.kind;
+      auto crd = pending_crd_kinds.find(kind_key);
       if (options.test_mode && crd != pending_crd_kinds.end() && state.function != Function::object_absent) {
         pending_custom_resource(index, crd->second);
+        co_return;
+      }
+      auto updated_crd = updated_crd_kinds.find(kind_key);
+      if (options.test_mode && updated_crd != updated_crd_kinds.end() && state.function != Function::object_absent &&
+          slot.resolve_error->kind == ErrorKind::not_found) {
+        version_added_by_update(index, updated_crd->second);
         co_return;
       }
       if (state.function == Function::object_absent && slot.resolve_error->kind == ErrorKind::not_found) {
@@ -775,17 +785,59 @@ struct Engine::Impl {
     co_return;
   }
 
+  // Test mode: a custom resource the server cannot take yet (its CRD, or the version it
+  // uses, only comes with this run): names it in the CRD's scope.
+  void name_custom_resource(std::size_t index, const json::Value& crd) {
+    Slot& slot = slots[index];
+    if (string_at(crd, {"spec", "scope"}) != "Cluster") {
+      std::string ns = string_at(states[index].object, {"metadata", "namespace"});
+      slot.ref.ns = ns.empty() ? options.default_namespace : ns;
+    }
+    slot.result.name = slot.ref.display();
+  }
+
+  // Test mode: this run's update of the CRD adds the version this custom resource
+  // uses, so the server can neither read nor validate it in that version yet: it is
+  // checked against that version's schema here, and shown whole, as it would be applied.
+  void version_added_by_update(std::size_t index, const json::Value& crd) {
+    Slot& slot = slots[index];
+    name_custom_resource(index, crd);
+    const std::string& version = slot.ref.gvk.version;
+    std::string crd_name = string_at(crd, {"metadata", "name"});
+    std::string not_yet = "version " + version + " is only served once this run updates CustomResourceDefinition " +
+                          crd_name + "; the live object was not read";
+    auto schema = crd_version_schema(crd, version);
+    if (!schema.ok()) {
+      fail(index, schema.error().message + " (checked locally: " + not_yet + ")");
+      return;
+    }
+    json::Document desired = desired_object(index, states[index].function != Function::object_updated);
+    std::string violations;
+    if (*schema != nullptr) {
+      for (const auto& violation : validate_against_schema(desired, **schema)) {
+        violations += "\n  " + violation.message;
+      }
+    }
+    if (!violations.empty()) {
+      fail(index, "invalid against the schema of version " + version + " of CustomResourceDefinition " + crd_name +
+                      " (checked locally: " + not_yet + "):" + violations);
+      return;
+    }
+    changed(index, "applied", object_diff(json::Value(), desired, diff_label(slot.ref)));
+    slot.result.comment = std::string("would be applied; ") +
+                          (*schema != nullptr ? "validated locally against the schema of version " + version +
+                                                    " of CustomResourceDefinition " + crd_name
+                                              : "not validated (version " + version + " has no schema)") +
+                          " (server validation skipped: " + not_yet + ")";
+  }
+
   // Test mode: the CRD of this custom resource is only created by this run, so the
   // server cannot validate it: check it against the CRD's schema here instead.
   void pending_custom_resource(std::size_t index, const json::Value& crd) {
     Slot& slot = slots[index];
     State& state = states[index];
     std::string crd_name = string_at(crd, {"metadata", "name"});
-    if (string_at(crd, {"spec", "scope"}) != "Cluster") {
-      std::string ns = string_at(state.object, {"metadata", "namespace"});
-      slot.ref.ns = ns.empty() ? options.default_namespace : ns;
-    }
-    slot.result.name = slot.ref.display();
+    name_custom_resource(index, crd);
     std::string not_yet = "CustomResourceDefinition " + crd_name + " does not exist yet";
     if (state.function == Function::object_updated) {
       if (pending_objects.count(slot.ref.display()) == 0) {
@@ -1110,6 +1162,10 @@ struct Engine::Impl {
           pending_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
               json::copy(object);
         }
+      } else if (is_crd(slot.ref.gvk)) {
+        // As this run would update it (the dry run's answer): versions it adds.
+        updated_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
+            json::copy(object);
       }
       co_return;
     }

@@ -572,6 +572,102 @@ spec:
   CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/bad").IsNull());
 }
 
+TEST_CASE("test mode of a CRD update that adds a version checks that version's custom resources locally") {
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("crd-upgrade");
+  const std::string v1 = R"(
+    - name: v1
+      served: true
+      storage: STORAGE
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                size: {type: integer}
+)";
+  const std::string head = R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:)";
+  auto with_storage = [](std::string text, const std::string& storage) {
+    text.replace(text.find("STORAGE"), 7, storage);
+    return text;
+  };
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", head + with_storage(v1, "true"));
+  write_file(std::filesystem::path(dir) / "10-old.yaml", R"(apiVersion: example.com/v1
+kind: Widget
+metadata: {name: old, namespace: default}
+spec: {size: 1}
+)");
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+
+  // The CRD now adds v2 (with a required field), and Widgets of v2 are declared with it.
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", head + with_storage(v1, "false") + R"(
+    - name: v2
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              required: [shape]
+              properties:
+                size: {type: integer}
+                shape: {type: string, enum: [round, square]}
+)");
+  write_file(std::filesystem::path(dir) / "20-new.yaml", R"(apiVersion: example.com/v2
+kind: Widget
+metadata: {name: round, namespace: default}
+spec: {size: 2, shape: round}
+---
+apiVersion: example.com/v2
+kind: Widget
+metadata: {name: shapeless, namespace: default}
+spec: {size: 3}
+)");
+  auto test = cluster.test(dir);
+  CHECK(test.exit_code == 2);  // the shapeless one
+  // Not "the server does not offer kind": v2 is only served once the update is applied.
+  CHECK(test.out.find("does not offer kind") == std::string::npos);
+  std::size_t round = test.out.find("Name: Widget/default/round");
+  REQUIRE(round != std::string::npos);
+  std::string round_block = test.out.substr(test.out.rfind("----------", round), 1600);
+  CHECK(round_block.find("Result: None") != std::string::npos);
+  CHECK(round_block.find("validated locally against the schema of version v2 of CustomResourceDefinition "
+                         "widgets.example.com") != std::string::npos);
+  CHECK(round_block.find("shape: round") != std::string::npos);
+  std::size_t shapeless = test.out.find("Name: Widget/default/shapeless");
+  REQUIRE(shapeless != std::string::npos);
+  std::string shapeless_block = test.out.substr(test.out.rfind("----------", shapeless), 900);
+  CHECK(shapeless_block.find("Result: False") != std::string::npos);
+  CHECK(shapeless_block.find("20-new.yaml:6") != std::string::npos);
+  CHECK(shapeless_block.find("spec.shape: Required value") != std::string::npos);
+  // Test mode changed nothing: the CRD still serves v1 only.
+  auto crd = cluster.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com");
+  REQUIRE(crd.IsObject());
+  CHECK(json::find_path(crd, {"spec", "versions"})->Size() == 1);
+
+  // Without the shapeless one, the test passes with changes pending, and apply agrees.
+  write_file(std::filesystem::path(dir) / "20-new.yaml", R"(apiVersion: example.com/v2
+kind: Widget
+metadata: {name: round, namespace: default}
+spec: {size: 2, shape: round}
+)");
+  CHECK(cluster.test(dir).exit_code == 1);
+  CHECK(cluster.apply(dir).exit_code == 0);
+  CHECK_FALSE(cluster.get("/apis/example.com/v2/namespaces/default/widgets/round").IsNull());
+}
+
 TEST_CASE("a kind whose LIST is slow holds back only its own states: the others are written meanwhile") {
   Cluster cluster;
   std::string objects;
