@@ -10,7 +10,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -73,15 +72,17 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   // are sent and answered during the load instead of after it.
   boost::asio::io_context io;
   auto finish_loading = [&loading, &io](bool requests_in_flight) {
-    std::function<bool()> run_io_a_moment;
+    std::function<bool()> run_io_until_woken;
+    std::function<void()> wake_io;
     if (requests_in_flight) {
       io.restart();
-      run_io_a_moment = [&io] {
-        io.run_one_for(std::chrono::microseconds(500));
+      run_io_until_woken = [&io] {
+        io.run_one();
         return !io.stopped();  // stopped: out of work, every request answered
       };
+      wake_io = [&io] { boost::asio::post(io, [] {}); };
     }
-    manifests::LoadResult loaded = loading.finish(run_io_a_moment);
+    manifests::LoadResult loaded = loading.finish(run_io_until_woken, wake_io);
     for (const auto& error : loaded.errors) {
       spdlog::error("{}", error.to_string());
     }

@@ -1179,6 +1179,17 @@ struct BackgroundLoad::Shared {
   std::mutex failure_mutex;
   std::exception_ptr failure;
   std::atomic<std::size_t> threads_loading{0};
+  std::mutex wake_mutex;
+  std::function<void()> wake;  // finish()'s, called when the last thread is done
+
+  void thread_done() {
+    if (--threads_loading == 0) {
+      std::lock_guard lock(wake_mutex);
+      if (wake) {
+        wake();
+      }
+    }
+  }
 
   void load_some() {
     try {
@@ -1207,7 +1218,7 @@ BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const Load
         on_thread_start();
       }
       shared->load_some();
-      --shared->threads_loading;
+      shared->thread_done();
     });
   }
 }
@@ -1221,8 +1232,16 @@ BackgroundLoad::~BackgroundLoad() {
   }
 }
 
-LoadResult BackgroundLoad::finish(const std::function<bool()>& instead) {
+LoadResult BackgroundLoad::finish(const std::function<bool()>& instead, const std::function<void()>& wake) {
+  {
+    std::lock_guard lock(shared_->wake_mutex);
+    shared_->wake = wake;
+  }
   while (instead && shared_->threads_loading > 0 && instead()) {
+  }
+  {
+    std::lock_guard lock(shared_->wake_mutex);
+    shared_->wake = nullptr;
   }
   shared_->load_some();
   for (auto& thread : threads_) {

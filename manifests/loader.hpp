@@ -142,7 +142,9 @@ class BackgroundLoad {
   // again and again until the other threads are done or it returns false, and then
   // loads only the files still left (`kstate apply` runs its io_context in it while
   // requests it started are in flight, so that they progress during the load).
-  LoadResult finish(const std::function<bool()>& instead = {});
+  // `wake`, if set, is called on the thread that finishes last, so that an `instead`
+  // waiting for something to do returns at once.
+  LoadResult finish(const std::function<bool()>& instead = {}, const std::function<void()>& wake = {});
 
  private:
   struct Shared;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -748,6 +749,30 @@ TEST_CASE("load_paths gives the same states, errors and files whatever the numbe
     CHECK(ids(helped_result) == ids(one));
     CHECK(helped_result.files == one.files);
     CHECK(helped_result.file_hashes == one.file_hashes);
+
+    // An `instead` that waits for something to happen is woken by `wake` when the other
+    // thread is done (kstate apply's io_context, blocked until its next event).
+    instead_ran = false;
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool woken = false;
+    bool waited_too_long = false;
+    BackgroundLoad woken_load({dir.path().string()}, {}, 1, wait_for_instead);
+    LoadResult woken_result = woken_load.finish(
+        [&] {
+          std::unique_lock lock(mutex);
+          instead_ran = true;
+          waited_too_long = !changed.wait_for(lock, std::chrono::seconds(30), [&] { return woken; });
+          return !waited_too_long;
+        },
+        [&] {
+          std::lock_guard lock(mutex);
+          woken = true;
+          changed.notify_all();
+        });
+    CHECK(woken);
+    CHECK_FALSE(waited_too_long);
+    CHECK(ids(woken_result) == ids(one));
   }
   // z-shared.yaml is read first by the include in a-includer.yaml, so it is listed there.
   auto includer = std::find(one.files.begin(), one.files.end(), (dir.path() / "a-includer.yaml").string());
