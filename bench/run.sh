@@ -162,10 +162,14 @@ raw=() raw_corpus=() raw_apply=() raw_apply_process=()
 seconds_of() { awk -v line="$1" '$1 == line {for (i = 1; i <= NF; i++) if ($i == "s,") print int($(i-1) * 1000)}' "$work/load.out"; }
 # The tools take turns within each run (kstate, then kubectl, ...), instead of each
 # running all its runs in a block: a noisy minute on this kind of machine then slows
-# every tool alike, and the ratios of medians stay put.
+# every tool alike, and the ratios of medians stay put. Each run starts with the next
+# tool, so that no tool always takes the turn right after the raw-HTTP tool's three
+# emulators (kstate did, and was slower than the same kstate unthrottled in the next
+# turn in 10 of 11 runs; bench/RESULTS.md).
 declare -A cold_runs again_runs request_runs
 for ((run = 0; run < runs; run++)); do
-  for tool in "${tools[@]}"; do
+  for ((turn = 0; turn < ${#tools[@]}; turn++)); do
+    tool=${tools[(run + turn) % ${#tools[@]}]}
     start_emulator
     precreate_crd "$corpus"
     cache="$work/cache-$tool-$run"
