@@ -735,9 +735,13 @@ struct Engine::Impl {
         co_return;
       }
       auto updated_crd = updated_crd_kinds.find(kind_key);
-      if (options.test_mode && updated_crd != updated_crd_kinds.end() && state.function != Function::object_absent &&
+      if (options.test_mode && updated_crd != updated_crd_kinds.end() &&
           slot.resolve_error->kind == ErrorKind::not_found) {
-        version_added_by_update(index, updated_crd->second);
+        if (state.function == Function::object_absent) {
+          co_await absent_in_version_added_by_update(index, updated_crd->second);
+        } else {
+          version_added_by_update(index, updated_crd->second);
+        }
         co_return;
       }
       if (state.function == Function::object_absent && slot.resolve_error->kind == ErrorKind::not_found) {
@@ -829,6 +833,39 @@ struct Engine::Impl {
                                                     " of CustomResourceDefinition " + crd_name
                                               : "not validated (version " + version + " has no schema)") +
                           " (server validation skipped: " + not_yet + ")";
+  }
+
+  // Test mode: an object_absent names its custom resource in a version this run's
+  // update of the CRD adds. The object is the same in every version of its kind, so it
+  // may well exist: it is read, and its deletion tried (dryRun), through another version
+  // of the updated CRD that the server serves now.
+  asio::awaitable<void> absent_in_version_added_by_update(std::size_t index, const json::Value& crd) {
+    Slot& slot = slots[index];
+    const GroupVersionKind named = slot.ref.gvk;
+    const std::string crd_name = string_at(crd, {"metadata", "name"});
+    const json::Value* versions = json::find_path(crd, {"spec", "versions"});
+    if (versions != nullptr && versions->IsArray()) {
+      for (const auto& version : versions->GetArray()) {
+        const std::string name(json::string_or(json::find(version, "name"), ""));
+        if (name.empty() || name == named.version) {
+          continue;
+        }
+        GroupVersionKind served{named.group, name, named.kind};
+        auto resource = co_await resolver.resolve(served);
+        if (!resource.ok()) {
+          continue;
+        }
+        slot.resource = *resource;
+        slot.resolve_error.reset();
+        name_custom_resource(index, crd);
+        co_await absent(index);
+        slot.result.comment += " (read through version " + name + ": version " + named.version +
+                               " is only served once this run updates CustomResourceDefinition " + crd_name + ")";
+        co_return;
+      }
+    }
+    succeed(index, "already absent (the server serves no version of kind " + named.qualified_kind() +
+                       " that this run's CustomResourceDefinition " + crd_name + " keeps)");
   }
 
   // Test mode: the CRD of this custom resource is only created by this run, so the

@@ -668,6 +668,79 @@ spec: {size: 2, shape: round}
   CHECK_FALSE(cluster.get("/apis/example.com/v2/namespaces/default/widgets/round").IsNull());
 }
 
+TEST_CASE("object_absent of a custom resource named in a version this run's CRD update adds") {
+  // The object exists (served in v1); its state names it in v2, which this run's update
+  // of the CRD adds. Test mode must not call it "already absent": it is one object,
+  // whichever version reads it, and the apply deletes it.
+  Cluster cluster;
+  std::string dir = cluster.manifest_dir("crd-upgrade-absent");
+  const std::string crd_v1 = R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+)";
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v1);
+  write_file(std::filesystem::path(dir) / "10-old.yaml", R"(apiVersion: example.com/v1
+kind: Widget
+metadata: {name: old, namespace: default}
+spec: {size: 1}
+)");
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+  REQUIRE_FALSE(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
+
+  std::string crd_v2 = crd_v1;
+  crd_v2.replace(crd_v2.find("storage: true"), 13, "storage: false");
+  crd_v2 += R"(    - name: v2
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+)";
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v2);
+  std::filesystem::remove(std::filesystem::path(dir) / "10-old.yaml");
+  write_file(std::filesystem::path(dir) / "20-remove.yaml", R"(remove-old:
+  object_absent:
+    apiVersion: example.com/v2
+    kind: Widget
+    name: old
+    namespace: default
+remove-never-made:
+  object_absent:
+    apiVersion: example.com/v2
+    kind: Widget
+    name: never-made
+    namespace: default
+)");
+  auto test = cluster.test(dir);
+  CHECK(test.exit_code == 1);  // changes pending
+  std::size_t old = test.out.find("ID: remove-old");
+  REQUIRE(old != std::string::npos);
+  std::string old_block = test.out.substr(old, 700);
+  CHECK(old_block.find("Result: None") != std::string::npos);
+  CHECK(old_block.find("would be deleted") != std::string::npos);
+  CHECK(old_block.find("already absent") == std::string::npos);
+  std::size_t never = test.out.find("ID: remove-never-made");
+  REQUIRE(never != std::string::npos);
+  CHECK(test.out.substr(never, 400).find("already absent") != std::string::npos);
+  CHECK_FALSE(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
+
+  // The apply agrees: the CRD gains v2 and the Widget is deleted.
+  auto apply = cluster.apply(dir);
+  CHECK(apply.exit_code == 0);
+  CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
+  CHECK(cluster.get("/apis/example.com/v2/namespaces/default/widgets/old").IsNull());
+}
+
 TEST_CASE("a kind whose LIST is slow holds back only its own states: the others are written meanwhile") {
   Cluster cluster;
   std::string objects;
