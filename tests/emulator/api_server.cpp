@@ -2148,6 +2148,16 @@ void ApiServer::reload_custom_resources() {
 
 void ApiServer::tick() {
   auto now = clock_();
+  if (options_.compaction_interval.count() > 0) {
+    if (!last_compaction_) {
+      last_compaction_ = now;
+      revision_at_last_compaction_ = store_.current_version();
+    } else if (now - *last_compaction_ >= options_.compaction_interval) {
+      store_.compact_to(revision_at_last_compaction_);
+      last_compaction_ = now;
+      revision_at_last_compaction_ = store_.current_version();
+    }
+  }
   std::vector<std::string> ready;
   for (const auto& [name, when] : pending_crds_) {
     if (when <= now) {

@@ -78,6 +78,10 @@ class ApiServer {
     // false: /api and /apis ignore the aggregated media types in Accept (legacy JSON when
     // Accept allows it, 406 otherwise), as kube-apiserver before 1.26 does.
     bool aggregated_discovery = true;
+    // kube-apiserver's --etcd-compaction-interval: every interval, the watch history is
+    // compacted to the revision of the previous interval, so a long-running emulator
+    // keeps one to two intervals of old object versions, not every write (0: never).
+    std::chrono::milliseconds compaction_interval{std::chrono::minutes(5)};
   };
 
   ApiServer(Options options, Clock clock, std::uint64_t seed);
@@ -154,6 +158,9 @@ class ApiServer {
   // CRD name -> when to establish it.
   std::map<std::string, std::chrono::system_clock::time_point> pending_crds_;
   bool deletions_pending_ = false;
+  // Periodic compaction: when the last one ran, and the revision to compact to next.
+  std::optional<std::chrono::system_clock::time_point> last_compaction_;
+  std::uint64_t revision_at_last_compaction_ = 0;
   std::uint32_t next_cluster_ip_ = 10;
   struct SerializedObject {
     std::weak_ptr<const json::Document> object;

@@ -332,6 +332,8 @@ class Emulator {
     api_options.aggregated_discovery = options.aggregated_discovery;
     api_options.crd_establish_delay =
         std::chrono::milliseconds(static_cast<long>(options.crd_establish_delay_seconds * 1000));
+    api_options.compaction_interval =
+        std::chrono::milliseconds(static_cast<long>(options.compaction_interval_seconds * 1000));
     return api_options;
   }
   static std::uint64_t seed(const EmulatorOptions& options) {

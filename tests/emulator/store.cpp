@@ -75,6 +75,14 @@ void Store::compact() {
   oldest_watchable_ = version_;
 }
 
+void Store::compact_to(std::uint64_t revision) {
+  revision = std::min(revision, version_);
+  while (!history_.empty() && history_.front().resource_version <= revision) {
+    history_.pop_front();
+  }
+  oldest_watchable_ = std::max(oldest_watchable_, revision);
+}
+
 std::string Store::snapshot() const {
   json::Document doc(rapidjson::kObjectType);
   auto& allocator = doc.GetAllocator();

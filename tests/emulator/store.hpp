@@ -54,6 +54,9 @@ class Store {
   std::uint64_t oldest_watchable() const { return oldest_watchable_; }
   // Forgets the history, as etcd compaction does (tests use it to provoke 410).
   void compact();
+  // Forgets the events up to and including `revision` (etcd's compaction to a revision).
+  void compact_to(std::uint64_t revision);
+  std::size_t history_size() const { return history_.size(); }
 
   // Called after every change (watchers wake up, persistence writes).
   std::function<void()> on_change;

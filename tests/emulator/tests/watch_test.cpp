@@ -78,3 +78,55 @@ TEST_CASE("a watch from a compacted resourceVersion gets a 410 Expired ERROR eve
   CHECK(str(*error, {"object", "reason"}) == "Expired");
   CHECK(h.get(kConfigMaps + "?watch=true&resourceVersion=abc").status == 400);
 }
+
+TEST_CASE("the watch history is compacted every interval to the revision of the previous one, as kube-apiserver does") {
+  Harness h;  // the default interval: kube-apiserver's --etcd-compaction-interval of 5 minutes
+  auto watchable_from = [&h](std::uint64_t version) {
+    auto start = h.get(kConfigMaps + "?watch=true&resourceVersion=" + std::to_string(version));
+    REQUIRE(start.watch);
+    return h.api.watch_events(*start.watch, version).has_value();
+  };
+  h.api.tick();  // the compactor starts: it remembers the current revision
+  const std::uint64_t started_at = h.api.store().current_version();
+  h.post(kConfigMaps, config_map("first", "web"));
+  const std::uint64_t first_at = h.api.store().current_version();
+
+  h.clock->advance(std::chrono::minutes(4));
+  h.api.tick();
+  CHECK(watchable_from(started_at - 1));  // not yet: less than an interval went by
+
+  h.clock->advance(std::chrono::minutes(1));
+  h.api.tick();  // compacts to the revision of the start, keeps the write made since
+  CHECK_FALSE(watchable_from(started_at - 1));
+  REQUIRE(watchable_from(started_at));
+  auto start = h.get(kConfigMaps + "?watch=true&resourceVersion=" + std::to_string(started_at));
+  CHECK(h.api.watch_events(*start.watch, started_at)->lines.size() == 1);
+
+  h.post(kConfigMaps, config_map("second", "web"));
+  h.clock->advance(std::chrono::minutes(5));
+  h.api.tick();  // compacts to the revision of the previous compaction: "first" is history now
+  CHECK_FALSE(watchable_from(started_at));
+  CHECK(watchable_from(first_at));
+  CHECK(h.api.store().history_size() == 1);  // only "second"
+
+  // Without writes the history empties, and a long-running emulator stops growing.
+  h.clock->advance(std::chrono::minutes(5));
+  h.api.tick();
+  h.clock->advance(std::chrono::minutes(5));
+  h.api.tick();
+  CHECK(h.api.store().history_size() == 0);
+  CHECK(watchable_from(h.api.store().current_version()));
+}
+
+TEST_CASE("a compaction interval of 0 keeps the history up to its size limit") {
+  ApiServer::Options options;
+  options.compaction_interval = std::chrono::milliseconds(0);
+  Harness h(options);
+  h.api.tick();
+  h.post(kConfigMaps, config_map("kept", "web"));
+  h.clock->advance(std::chrono::hours(1));
+  h.api.tick();
+  h.clock->advance(std::chrono::hours(1));
+  h.api.tick();
+  CHECK(h.api.store().history_size() >= 1);
+}
