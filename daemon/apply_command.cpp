@@ -113,6 +113,8 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   options.engine.concurrency = common.concurrency;
   options.engine.field_manager = common.field_manager;
   options.engine.prepare_ahead = true;
+  options.parent.name = common.applyset_name;
+  options.parent.ns = common.applyset_namespace;
   // Every object kstate writes carries managed-by and the ApplySet membership label
   // (KEP-3659) of the parent, so `kubectl --applyset` and prune recognise it.
   options.engine.ownership_labels = states::ownership_labels(options.parent);

@@ -17,6 +17,7 @@
 #include "daemon/discover_command.hpp"
 #include "daemon/states_reconciler.hpp"
 #include "kstate/build_info.hpp"
+#include "manifests/object_validation.hpp"
 
 namespace kstate::cli {
 namespace {
@@ -38,6 +39,22 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
   app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder");
   app.add_option("-v,--log-level", common.log_level, "Log level: trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+}
+
+// apply / test: which ApplySet the run manages. Its parent Secret records what the set
+// owns; prune deletes only what that set recorded, so folders applied with different
+// names never prune each other's objects (kubectl's --applyset).
+void add_applyset_flags(CLI::App& app, CommonOptions& common) {
+  auto check_with = [](std::string (*check)(std::string_view)) {
+    return CLI::Validator([check](std::string& value) { return check(value); }, "NAME");
+  };
+  app.add_option("--applyset-name", common.applyset_name,
+                 "Name of the ApplySet parent Secret (default kstate, as the daemon's); each set prunes only "
+                 "what it recorded")
+      ->check(check_with(&manifests::check_dns1123_subdomain));
+  app.add_option("--applyset-namespace", common.applyset_namespace,
+                 "Namespace of the ApplySet parent Secret (default kube-system)")
+      ->check(check_with(&manifests::check_dns1123_label));
 }
 
 }  // namespace
@@ -69,10 +86,12 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
   auto* apply = app.add_subcommand("apply", "One reconcile of files/directories, then exit");
   apply->add_option("paths", invocation.paths, "Manifest files or directories");
   add_common_flags(*apply, invocation.common);
+  add_applyset_flags(*apply, invocation.common);
 
   auto* test = app.add_subcommand("test", "Same as apply, but every write is dryRun=All; prints diffs");
   test->add_option("paths", invocation.paths, "Manifest files or directories");
   add_common_flags(*test, invocation.common);
+  add_applyset_flags(*test, invocation.common);
 
   auto* daemon = app.add_subcommand("daemon", "Long-running reconciler of a watched directory");
   daemon->add_option("--config", invocation.config_file, "Config file (default /etc/kstate/config.yaml)");

@@ -32,6 +32,10 @@ struct CommonOptions {
   std::optional<bool> prune;  // --prune / --no-prune
   bool allow_empty_prune = false;
   bool adopt = true;  // --adopt / --no-adopt: take over existing objects the manifests declare
+  // apply / test: the ApplySet parent Secret (the daemon names it in its config). The
+  // defaults are the daemon's, so both manage one set unless told otherwise.
+  std::string applyset_name = "kstate";
+  std::string applyset_namespace = "kube-system";
   std::string cache_dir;
   std::string log_level = "info";
 };

@@ -440,7 +440,8 @@ asio::awaitable<Status> write_parent(DynamicClient& client, const ParentSecret& 
                         " objects takes " + std::to_string(encoded.size()) + " bytes, more than the " +
                         std::to_string(max_secret_data_bytes) +
                         " a Secret can hold (about 10,000 objects fit): split the manifests over several "
-                        "folders, each with its own ApplySet parent (applyset.name in the daemon config)");
+                        "folders, each with its own ApplySet parent (kstate apply --applyset-name, or "
+                        "applyset.name in the daemon config)");
   }
   json::Document secret = make_parent_secret(options.parent, options.kstate_version, inventory, encoded);
   WriteOptions write;

@@ -70,3 +70,37 @@ TEST_CASE("a subcommand without an implementation exits 2 saying so") {
   CHECK(kstate::cli::run(2, argv, none, out, err) == 2);
   CHECK(err.str() == "kstate daemon: not implemented yet\n");
 }
+
+TEST_CASE("apply and test name their ApplySet with --applyset-name/--applyset-namespace, the daemon's by default") {
+  auto parsed = [](std::vector<const char*> args) {
+    args.insert(args.begin(), "kstate");
+    std::map<std::string, kstate::cli::Handler> handlers;
+    kstate::cli::CommonOptions seen;
+    handlers["apply"] =
+        handlers["test"] = [&seen](const kstate::cli::Invocation& invocation, std::ostream&, std::ostream&) {
+          seen = invocation.common;
+          return 0;
+        };
+    std::ostringstream out;
+    std::ostringstream err;
+    int code = kstate::cli::run(static_cast<int>(args.size()), args.data(), handlers, out, err);
+    return std::make_pair(code, seen);
+  };
+  auto [code, defaults] = parsed({"apply", "dir"});
+  CHECK(code == 0);
+  CHECK(defaults.applyset_name == "kstate");
+  CHECK(defaults.applyset_namespace == "kube-system");
+  auto [named_code, named] =
+      parsed({"test", "dir", "--applyset-name", "team-a.apps", "--applyset-namespace", "platform"});
+  CHECK(named_code == 0);
+  CHECK(named.applyset_name == "team-a.apps");
+  CHECK(named.applyset_namespace == "platform");
+  // Names the API server refuses never get that far: a Secret name is a DNS subdomain,
+  // a namespace a DNS label.
+  auto bad_name = run({"apply", "dir", "--applyset-name", "Team_A"});
+  CHECK(bad_name.code == 2);
+  CHECK(bad_name.err.find("--applyset-name") != std::string::npos);
+  auto bad_namespace = run({"apply", "dir", "--applyset-namespace", "a.b"});
+  CHECK(bad_namespace.code == 2);
+  CHECK(bad_namespace.err.find("--applyset-namespace") != std::string::npos);
+}

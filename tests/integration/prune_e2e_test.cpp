@@ -382,3 +382,59 @@ TEST_CASE("objects created by a kstate apply killed before it recorded them are 
   CHECK(listed() == std::make_pair(0, 0));
   CHECK(cluster.inventory() == std::set<std::string>{"ConfigMap/default/other"});
 }
+
+TEST_CASE("kstate apply --applyset-name keeps separate sets: one folder's prune never deletes another's objects") {
+  Cluster cluster;
+  const fs::path team_a = cluster.work.path() / "team-a";
+  const fs::path team_b = cluster.work.path() / "team-b";
+  write_file(team_a / "app.yaml", config_map("default", "a-app"));
+  write_file(team_b / "app.yaml", config_map("default", "b-app"));
+  auto apply = [&cluster](const fs::path& dir, std::vector<std::string> extra) {
+    std::vector<std::string> argv{KSTATE_BINARY, "apply", dir.string(), "--prune"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                             (cluster.work.path() / "cache").string()});
+    auto result = kstate::testing::run_process(argv);
+    UNSCOPED_INFO("kstate apply " << dir.string() << " exit " << result.exit_code << "\nstdout:\n"
+                                  << result.out << "\nstderr:\n"
+                                  << result.err);
+    return result;
+  };
+  REQUIRE(apply(team_a, {"--applyset-name", "team-a"}).exit_code == 0);
+  REQUIRE(apply(team_b, {"--applyset-name", "team-b", "--applyset-namespace", "default"}).exit_code == 0);
+  CHECK(cluster.exists("/api/v1/namespaces/default/configmaps/a-app"));
+  CHECK(cluster.exists("/api/v1/namespaces/default/configmaps/b-app"));
+  // Each set has its own parent, and its objects say which one they belong to.
+  auto parent_a = cluster.get("/api/v1/namespaces/kube-system/secrets/team-a");
+  auto parent_b = cluster.get("/api/v1/namespaces/default/secrets/team-b");
+  REQUIRE(parent_a.IsObject());
+  REQUIRE(parent_b.IsObject());
+  CHECK(cluster.get("/api/v1/namespaces/kube-system/secrets/kstate").IsNull());
+  const std::string id_a = string_field(parent_a, {"metadata", "labels", "applyset.kubernetes.io/id"});
+  const std::string id_b = string_field(parent_b, {"metadata", "labels", "applyset.kubernetes.io/id"});
+  CHECK(id_a != id_b);
+  CHECK(string_field(cluster.get("/api/v1/namespaces/default/configmaps/a-app"),
+                     {"metadata", "labels", "applyset.kubernetes.io/part-of"}) == id_a);
+  CHECK(string_field(cluster.get("/api/v1/namespaces/default/configmaps/b-app"),
+                     {"metadata", "labels", "applyset.kubernetes.io/part-of"}) == id_b);
+
+  // Team B's folder no longer has its ConfigMap: B's prune deletes it, and only it.
+  write_file(team_b / "app.yaml", config_map("default", "b-other"));
+  REQUIRE(apply(team_b, {"--applyset-name", "team-b", "--applyset-namespace", "default"}).exit_code == 0);
+  CHECK_FALSE(cluster.exists("/api/v1/namespaces/default/configmaps/b-app"));
+  CHECK(cluster.exists("/api/v1/namespaces/default/configmaps/b-other"));
+  CHECK(cluster.exists("/api/v1/namespaces/default/configmaps/a-app"));
+  // The test mode of A, with its set named, sees nothing to do.
+  auto test = kstate::testing::run_process({KSTATE_BINARY, "test", team_a.string(), "--prune", "--applyset-name",
+                                            "team-a", "--kubeconfig", cluster.emulator.kubeconfig_path().string(),
+                                            "--cache-dir", (cluster.work.path() / "cache").string()});
+  CHECK(test.exit_code == 0);
+
+  // A name the API server would refuse is a usage error: one line, nothing sent.
+  cluster.emulator.reset_request_log();
+  auto bad = apply(team_a, {"--applyset-name", "Team_A"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--applyset-name") != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  CHECK(cluster.emulator.count_requests("GET", "/") == 0);
+}
