@@ -13,6 +13,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "manifests/object_validation.hpp"
+
 namespace kstate::daemon {
 namespace {
 
@@ -26,6 +28,17 @@ Setter string_setter(std::string DaemonConfig::*member, bool allow_empty) {
   return [member, allow_empty](DaemonConfig& config, const std::string& value) -> Status {
     if (!allow_empty && value.empty()) {
       return bad_value("must not be empty");
+    }
+    config.*member = value;
+    return ok_status();
+  };
+}
+
+// A name the API server must accept (the ApplySet parent's): `check` says why not.
+Setter name_setter(std::string DaemonConfig::*member, std::string (*check)(std::string_view)) {
+  return [member, check](DaemonConfig& config, const std::string& value) -> Status {
+    if (std::string problem = check(value); !problem.empty()) {
+      return bad_value(std::move(problem));
     }
     config.*member = value;
     return ok_status();
@@ -153,9 +166,10 @@ const std::vector<KeyEntry>& key_table() {
     add("qps", "Requests per second sent to the API server", set_qps);
     add("burst", "Request burst above qps", int_setter(&DaemonConfig::burst, 1, 100000));
     add("field-manager", "Server-side apply field manager", string_setter(&DaemonConfig::field_manager, false));
-    add("applyset.name", "Name of the ApplySet parent Secret", string_setter(&DaemonConfig::applyset_name, false));
+    add("applyset.name", "Name of the ApplySet parent Secret",
+        name_setter(&DaemonConfig::applyset_name, &manifests::check_dns1123_subdomain));
     add("applyset.namespace", "Namespace of the ApplySet parent Secret",
-        string_setter(&DaemonConfig::applyset_namespace, false));
+        name_setter(&DaemonConfig::applyset_namespace, &manifests::check_dns1123_label));
     add("prune", "Delete managed objects no longer in any manifest",
         bool_setter([](DaemonConfig& c) -> bool& { return c.prune; }), true);
     add("allow-empty-prune", "Allow prune when the manifest directory is empty or missing",

@@ -165,6 +165,8 @@ TEST_CASE("unknown keys and bad values are errors naming the key and file:line")
       {"listen-address: localhost:99999\n", "config.yaml:1: listen-address: expected host:port with a port"},
       {"manifests-dir: \"\"\n", "config.yaml:1: manifests-dir: must not be empty"},
       {"applyset: kstate\n", "config.yaml:1: applyset: expected a mapping"},
+      {"applyset:\n  name: Team_A\n", "config.yaml:2: applyset.name: a lowercase RFC 1123 subdomain"},
+      {"applyset:\n  namespace: kube.system\n", "config.yaml:2: applyset.namespace: a lowercase RFC 1123 label"},
       {"concurrency: [1, 2]\n", "config.yaml:1: concurrency: expected a single value"},
       {"- a\n- b\n", "config.yaml:1: expected a mapping of config keys"},
       {"debounce: [\n", "config.yaml:2: invalid YAML"},
