@@ -836,33 +836,51 @@ struct Engine::Impl {
   }
 
   // Test mode: an object_absent names its custom resource in a version this run's
-  // update of the CRD adds. The object is the same in every version of its kind, so it
-  // may well exist: it is read, and its deletion tried (dryRun), through another version
-  // of the updated CRD that the server serves now.
+  // update of the CRD adds (and serves). The object is the same in every version of its
+  // kind, so it may well exist: it is read (one GET, not a pair's LIST, which may have
+  // been selected by kstate's labels), and its deletion tried (dryRun), through another
+  // version the server serves now. A version the update does not serve is not there
+  // after the apply either: as the apply would, that state finds its kind absent.
   asio::awaitable<void> absent_in_version_added_by_update(std::size_t index, const json::Value& crd) {
     Slot& slot = slots[index];
     const GroupVersionKind named = slot.ref.gvk;
     const std::string crd_name = string_at(crd, {"metadata", "name"});
     const json::Value* versions = json::find_path(crd, {"spec", "versions"});
-    if (versions != nullptr && versions->IsArray()) {
-      for (const auto& version : versions->GetArray()) {
-        const std::string name(json::string_or(json::find(version, "name"), ""));
-        if (name.empty() || name == named.version) {
-          continue;
+    const auto served_by_update = [&](const std::string& version) {
+      for (const auto& listed : versions->GetArray()) {
+        if (string_at(listed, {"name"}) == version) {
+          const json::Value* served = json::find(listed, "served");
+          return served != nullptr && served->IsBool() && served->GetBool();
         }
-        GroupVersionKind served{named.group, name, named.kind};
-        auto resource = co_await resolver.resolve(served);
-        if (!resource.ok()) {
-          continue;
-        }
-        slot.resource = *resource;
-        slot.resolve_error.reset();
-        name_custom_resource(index, crd);
-        co_await absent(index);
-        slot.result.comment += " (read through version " + name + ": version " + named.version +
-                               " is only served once this run updates CustomResourceDefinition " + crd_name + ")";
+      }
+      return false;
+    };
+    if (versions == nullptr || !versions->IsArray() || !served_by_update(named.version)) {
+      succeed(index, "already absent (the server has no kind " + named.qualified_kind() + ")");
+      co_return;
+    }
+    for (const auto& version : versions->GetArray()) {
+      const std::string name = string_at(version, {"name"});
+      if (name.empty() || name == named.version) {
+        continue;
+      }
+      GroupVersionKind served{named.group, name, named.kind};
+      auto resource = co_await resolver.resolve(served);
+      if (!resource.ok() && resource.error().kind == ErrorKind::not_found) {
+        continue;
+      }
+      if (!resource.ok()) {
+        fail(index, resource.error().describe());
         co_return;
       }
+      slot.resource = *resource;
+      slot.resolve_error.reset();
+      name_custom_resource(index, crd);
+      const bool fresh = true;
+      co_await absent(index, fresh);
+      slot.result.comment += " (read through version " + name + ": version " + named.version +
+                             " is only served once this run updates CustomResourceDefinition " + crd_name + ")";
+      co_return;
     }
     succeed(index, "already absent (the server serves no version of kind " + named.qualified_kind() +
                        " that this run's CustomResourceDefinition " + crd_name + " keeps)");
@@ -1485,10 +1503,11 @@ struct Engine::Impl {
     }
   }
 
-  asio::awaitable<void> absent(std::size_t index) {
+  // `fresh`: read the object on its own, not from its pair's read.
+  asio::awaitable<void> absent(std::size_t index, bool fresh = false) {
     Slot& slot = slots[index];
     State& state = states[index];
-    auto got = co_await live_object(index);
+    auto got = co_await live_object(index, fresh);
     if (!got.ok()) {
       fail(index, got.error().describe());
       co_return;

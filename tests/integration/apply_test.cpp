@@ -4,6 +4,7 @@
 #include <csignal>
 #include <regex>
 #include <thread>
+#include <tuple>
 
 #include "core/json.hpp"
 #include "tests/support/emulator.hpp"
@@ -669,9 +670,9 @@ spec: {size: 2, shape: round}
 }
 
 TEST_CASE("object_absent of a custom resource named in a version this run's CRD update adds") {
-  // The object exists (served in v1); its state names it in v2, which this run's update
-  // of the CRD adds. Test mode must not call it "already absent": it is one object,
-  // whichever version reads it, and the apply deletes it.
+  // The objects exist (served in v1); their states name them in v2, which this run's
+  // update of the CRD adds. Test mode must not call them "already absent": an object is
+  // one object, whichever version reads it, and the apply deletes them.
   Cluster cluster;
   std::string dir = cluster.manifest_dir("crd-upgrade-absent");
   const std::string crd_v1 = R"(apiVersion: apiextensions.k8s.io/v1
@@ -690,13 +691,26 @@ spec:
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 )";
   write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v1);
-  write_file(std::filesystem::path(dir) / "10-old.yaml", R"(apiVersion: example.com/v1
+  // Widgets kstate keeps in two namespaces: their pairs are read with one LIST selected
+  // by kstate's labels, which cannot show a Widget kstate did not make.
+  write_file(std::filesystem::path(dir) / "10-keep.yaml", R"(apiVersion: example.com/v1
+kind: Widget
+metadata: {name: keep, namespace: default}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: keep, namespace: kube-public}
+)");
+  write_file(std::filesystem::path(dir) / "15-old.yaml", R"(apiVersion: example.com/v1
 kind: Widget
 metadata: {name: old, namespace: default}
 spec: {size: 1}
 )");
   REQUIRE(cluster.apply(dir).exit_code == 0);
-  REQUIRE_FALSE(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
+  REQUIRE(cluster.emulator
+              .request("POST", "/apis/example.com/v1/namespaces/default/widgets",
+                       R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"foreign"}})")
+              .status == 201);
 
   std::string crd_v2 = crd_v1;
   crd_v2.replace(crd_v2.find("storage: true"), 13, "storage: false");
@@ -707,38 +721,46 @@ spec: {size: 1}
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 )";
   write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v2);
-  std::filesystem::remove(std::filesystem::path(dir) / "10-old.yaml");
-  write_file(std::filesystem::path(dir) / "20-remove.yaml", R"(remove-old:
-  object_absent:
-    apiVersion: example.com/v2
-    kind: Widget
-    name: old
-    namespace: default
-remove-never-made:
-  object_absent:
-    apiVersion: example.com/v2
-    kind: Widget
-    name: never-made
-    namespace: default
-)");
+  std::filesystem::remove(std::filesystem::path(dir) / "15-old.yaml");
+  std::string removals;
+  for (const auto& [id, version, name] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"remove-old", "v2", "old"},
+                                                                      {"remove-foreign", "v2", "foreign"},
+                                                                      {"remove-never-made", "v2", "never-made"},
+                                                                      {"remove-unserved-version", "v3", "typo"}}) {
+    removals += id + ":\n  object_absent:\n    apiVersion: example.com/" + version +
+                "\n    kind: Widget\n    name: " + name + "\n    namespace: default\n";
+  }
+  write_file(std::filesystem::path(dir) / "20-remove.yaml", removals);
+  auto block_of = [](const std::string& out, const std::string& id) {
+    std::size_t at = out.find("ID: " + id + "\n");
+    REQUIRE(at != std::string::npos);
+    return out.substr(at, out.find("----------", at) - at);
+  };
   auto test = cluster.test(dir);
   CHECK(test.exit_code == 1);  // changes pending
-  std::size_t old = test.out.find("ID: remove-old");
-  REQUIRE(old != std::string::npos);
-  std::string old_block = test.out.substr(old, 700);
-  CHECK(old_block.find("Result: None") != std::string::npos);
-  CHECK(old_block.find("would be deleted") != std::string::npos);
-  CHECK(old_block.find("already absent") == std::string::npos);
-  std::size_t never = test.out.find("ID: remove-never-made");
-  REQUIRE(never != std::string::npos);
-  CHECK(test.out.substr(never, 400).find("already absent") != std::string::npos);
+  for (const std::string id : {"remove-old", "remove-foreign"}) {
+    INFO(id);
+    std::string block = block_of(test.out, id);
+    CHECK(block.find("Result: None") != std::string::npos);
+    CHECK(block.find("would be deleted (read through version v1: version v2 is only served once this run updates "
+                     "CustomResourceDefinition widgets.example.com)") != std::string::npos);
+  }
+  CHECK(block_of(test.out, "remove-never-made").find("already absent") != std::string::npos);
+  // v3 is served neither now nor after the update: the apply finds no such kind either.
+  CHECK(block_of(test.out, "remove-unserved-version").find("already absent (the server has no kind") !=
+        std::string::npos);
   CHECK_FALSE(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
+  CHECK_FALSE(cluster.get("/apis/example.com/v1/namespaces/default/widgets/foreign").IsNull());
 
-  // The apply agrees: the CRD gains v2 and the Widget is deleted.
+  // The apply agrees: the CRD gains v2 and both Widgets are deleted; the kept ones stay.
   auto apply = cluster.apply(dir);
   CHECK(apply.exit_code == 0);
-  CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
+  CHECK(block_of(apply.out, "remove-unserved-version").find("already absent (the server has no kind") !=
+        std::string::npos);
   CHECK(cluster.get("/apis/example.com/v2/namespaces/default/widgets/old").IsNull());
+  CHECK(cluster.get("/apis/example.com/v2/namespaces/default/widgets/foreign").IsNull());
+  CHECK_FALSE(cluster.get("/apis/example.com/v2/namespaces/default/widgets/keep").IsNull());
 }
 
 TEST_CASE("a kind whose LIST is slow holds back only its own states: the others are written meanwhile") {
