@@ -438,3 +438,45 @@ TEST_CASE("kstate apply --applyset-name keeps separate sets: one folder's prune 
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
   CHECK(cluster.emulator.count_requests("GET", "/") == 0);
 }
+
+TEST_CASE("kstate apply --prune of one folder keeps what another folder of the same set declares while it exists") {
+  Cluster cluster;
+  const fs::path first = cluster.work.path() / "first";
+  const fs::path second = cluster.work.path() / "second";
+  write_file(first / "app.yaml", config_map("default", "first-app"));
+  write_file(second / "app.yaml", config_map("default", "second-app"));
+  auto apply = [&cluster](const fs::path& dir, const std::string& verb = "apply") {
+    auto result = kstate::testing::run_process({KSTATE_BINARY, verb, dir.string(), "--prune", "--kubeconfig",
+                                                cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                                (cluster.work.path() / "cache").string()});
+    UNSCOPED_INFO("kstate " << verb << " " << dir.string() << " exit " << result.exit_code << "\nstdout:\n"
+                            << result.out << "\nstderr:\n"
+                            << result.err);
+    return result;
+  };
+  // Both folders in the default set (no --applyset-name): the second run does not read
+  // first/app.yaml, which still declares its ConfigMap, so it prunes nothing of it.
+  REQUIRE(apply(first).exit_code == 0);
+  auto second_run = apply(second);
+  REQUIRE(second_run.exit_code == 0);
+  CHECK(cluster.exists("/api/v1/namespaces/default/configmaps/first-app"));
+  CHECK(second_run.out.find("ConfigMap/default/first-app not pruned: its manifest was not read") != std::string::npos);
+  CHECK(second_run.out.find((first / "app.yaml").string() + " still exists and was not part of this run") !=
+        std::string::npos);
+  CHECK(cluster.inventory() == std::set<std::string>{"ConfigMap/default/first-app", "ConfigMap/default/second-app"});
+  // The test mode agrees: nothing would be pruned.
+  CHECK(apply(second, "test").exit_code == 0);
+
+  // Within the folder a run reads, prune works as before: a ConfigMap removed from its
+  // file is deleted.
+  write_file(second / "app.yaml", config_map("default", "second-other"));
+  REQUIRE(apply(second).exit_code == 0);
+  CHECK_FALSE(cluster.exists("/api/v1/namespaces/default/configmaps/second-app"));
+  CHECK(cluster.exists("/api/v1/namespaces/default/configmaps/first-app"));
+
+  // Once first/app.yaml is gone, nothing declares its ConfigMap any more: pruned.
+  REQUIRE(fs::remove(first / "app.yaml"));
+  REQUIRE(apply(second).exit_code == 0);
+  CHECK_FALSE(cluster.exists("/api/v1/namespaces/default/configmaps/first-app"));
+  CHECK(cluster.inventory() == std::set<std::string>{"ConfigMap/default/second-other"});
+}
