@@ -162,14 +162,23 @@ raw=() raw_corpus=() raw_apply=() raw_apply_process=()
 seconds_of() { awk -v line="$1" '$1 == line {for (i = 1; i <= NF; i++) if ($i == "s,") print int($(i-1) * 1000)}' "$work/load.out"; }
 # The tools take turns within each run (kstate, then kubectl, ...), instead of each
 # running all its runs in a block: a noisy minute on this kind of machine then slows
-# every tool alike, and the ratios of medians stay put. Each run starts with the next
-# tool, so that no tool always takes the turn right after the raw-HTTP tool's three
-# emulators (kstate did, and was slower than the same kstate unthrottled in the next
-# turn in 10 of 11 runs; bench/RESULTS.md).
+# every tool alike, and the ratios of medians stay put. The raw-HTTP tool (three
+# emulators in a row) ends each run, and each run starts with the next of the other
+# tools, so that each of them follows it equally often (kstate always did, and was
+# slower than the same kstate unthrottled in the turn after it in 10 of 11 runs;
+# bench/RESULTS.md).
 declare -A cold_runs again_runs request_runs
+timed_tools=()
+for tool in "${tools[@]}"; do
+  [[ $tool != raw-http ]] && timed_tools+=("$tool")
+done
 for ((run = 0; run < runs; run++)); do
-  for ((turn = 0; turn < ${#tools[@]}; turn++)); do
-    tool=${tools[(run + turn) % ${#tools[@]}]}
+  turns=()
+  for ((turn = 0; turn < ${#timed_tools[@]}; turn++)); do
+    turns+=("${timed_tools[(run + turn) % ${#timed_tools[@]}]}")
+  done
+  [[ ${#timed_tools[@]} != "${#tools[@]}" ]] && turns+=(raw-http)
+  for tool in "${turns[@]}"; do
     start_emulator
     precreate_crd "$corpus"
     cache="$work/cache-$tool-$run"
