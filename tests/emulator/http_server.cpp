@@ -18,6 +18,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <random>
@@ -332,8 +333,9 @@ class Emulator {
     api_options.aggregated_discovery = options.aggregated_discovery;
     api_options.crd_establish_delay =
         std::chrono::milliseconds(static_cast<long>(options.crd_establish_delay_seconds * 1000));
+    // Rounded up to whole milliseconds: a positive interval never becomes 0 ("never").
     api_options.compaction_interval =
-        std::chrono::milliseconds(static_cast<long>(options.compaction_interval_seconds * 1000));
+        std::chrono::milliseconds(static_cast<long>(std::ceil(options.compaction_interval_seconds * 1000)));
     return api_options;
   }
   static std::uint64_t seed(const EmulatorOptions& options) {

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   app.add_option("--compaction-interval", options.compaction_interval_seconds,
                  "seconds between compactions of the watch history, as kube-apiserver's "
                  "--etcd-compaction-interval (default 300; 0: never)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 365.0 * 24 * 3600));
   app.add_option("--fault-latency-ms", options.faults.latency_ms, "added latency on every request");
   app.add_option("--fault-fail-fraction", options.faults.fail_fraction, "fraction of requests answered --fault-code");
   app.add_option("--fault-fail-next", options.faults.fail_next, "the next N requests are answered --fault-code");
