@@ -139,7 +139,6 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   }
   options.load_failed = !loaded.failed_files.empty();
   options.manifests_empty = loaded.files.empty();
-  options.manifest_files = loaded.files;
   states::RunReport report =
       run_sync(io, states::reconcile(*(*client)->dynamic, resolver, loaded.states, options, start));
   if (start.read_ahead) {

@@ -431,13 +431,6 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   options.allow_empty_prune = config_.allow_empty_prune;
   options.load_failed = !failed_files.empty() || !manifests_listed_;
   options.manifests_empty = files_.empty();
-  std::vector<std::string> manifest_files;
-  for (const auto& [file, entry] : files_) {
-    for (const auto& [read, content] : entry.contents) {
-      manifest_files.push_back(read);
-    }
-  }
-  options.manifest_files = std::move(manifest_files);
   options.kstate_version = std::string(build_info::version);
   // Only the changed files' states run; every state still counts as declared for prune.
   const bool only_files_ran = only_files.has_value();

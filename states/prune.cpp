@@ -111,8 +111,6 @@ const char* to_string(KeepReason reason) {
       return "prune disabled";
     case KeepReason::still_has_members:
       return "still has managed objects";
-    case KeepReason::manifest_not_read:
-      return "its manifest was not read";
   }
   return "kept";
 }
@@ -140,10 +138,6 @@ PruneDecision decide_prune(const PruneInput& input) {
     }
     if (!decision.held_back_by.empty()) {
       keep(entry, KeepReason::guard, guard_detail);
-      continue;
-    }
-    if (input.unread_sources.count(entry.source) != 0) {
-      keep(entry, KeepReason::manifest_not_read, entry.source + " still exists and was not part of this run");
       continue;
     }
     auto live_it = input.live.find(key);

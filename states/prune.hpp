@@ -5,9 +5,7 @@
 // (kstate.io/prune, Flux's kustomize.toolkit.fluxcd.io/prune, addon-manager's
 // EnsureExists); and only in a cycle no guard holds back (a file failed to load, a
 // state failed, discovery failed, the manifest directory is empty or missing without
-// --allow-empty-prune, the inventory is corrupt, prune is off), and never one recorded
-// from a manifest file that still exists but this cycle did not read (`kstate apply
-// --prune b.yaml` does not delete what a.yaml declares). Namespaces and CRDs go
+// --allow-empty-prune, the inventory is corrupt, prune is off). Namespaces and CRDs go
 // last, and only when nothing kstate manages or still declares remains in them (or of
 // their kind). Objects outside the inventory are never considered at all. Pure logic:
 // the engine fetches the live objects, calls this, then deletes (or, in test mode,
@@ -64,7 +62,6 @@ enum class KeepReason {
   labels_removed,     // no longer carries kstate's labels: someone took it over
   prune_disabled,     // kstate.io/prune: disabled or the Flux/addon-manager equivalent
   still_has_members,  // a Namespace/CRD that still holds objects kstate manages or declares
-  manifest_not_read,  // its manifest file still exists but this cycle did not read it
 };
 const char* to_string(KeepReason reason);
 
@@ -78,10 +75,6 @@ struct PruneInput {
   // contents could not be listed, with what was found (shown to the user): deleting
   // them would cascade to objects kstate does not own. Filled by states/reconcile.
   std::map<ObjectKey, std::string> containers_with_foreign_objects;
-  // Manifest files (as inventory entries record them) that still exist but that this
-  // cycle did not read: what they declare is unknown, so nothing recorded from them
-  // is "no longer in any manifest". Filled by states/reconcile.
-  std::set<std::string> unread_sources;
 };
 
 struct PlannedDelete {

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <boost/asio/this_coro.hpp>
 #include <chrono>
-#include <filesystem>
 #include <tuple>
 
 #include "states/inventory.hpp"
@@ -68,38 +67,6 @@ asio::awaitable<ParentSecret> read_parent(DynamicClient& client, KindResolver& r
 }
 
 // Live state of the inventory entries prune may consider (the undeclared ones).
-// The manifest files recorded for the entries prune may delete that still exist but
-// are not among `read_files` (compared as canonical paths; a relative one is taken
-// from the current directory). A file whose existence cannot be checked counts as
-// existing: never delete on a guess.
-std::set<std::string> unread_sources(const Inventory& inventory, const std::set<ObjectKey>& declared,
-                                     const std::vector<std::string>& read_files) {
-  namespace fs = std::filesystem;
-  auto canonical = [](const std::string& file) {
-    std::error_code ignored;
-    fs::path path = fs::weakly_canonical(fs::path(file), ignored);
-    return (path.empty() ? fs::path(file).lexically_normal() : path).string();
-  };
-  std::set<std::string> read;
-  for (const std::string& file : read_files) {
-    read.insert(canonical(file));
-  }
-  std::set<std::string> checked;
-  std::set<std::string> unread;
-  for (const InventoryEntry& entry : inventory.entries) {
-    if (entry.source.empty() || declared.count(entry.key()) != 0 || !checked.insert(entry.source).second ||
-        read.count(canonical(entry.source)) != 0) {
-      continue;
-    }
-    std::error_code error;
-    const bool exists = fs::exists(fs::path(entry.source), error);
-    if (exists || error) {
-      unread.insert(entry.source);
-    }
-  }
-  return unread;
-}
-
 asio::awaitable<std::map<ObjectKey, LiveObject>> read_candidates(DynamicClient& client, KindResolver& resolver,
                                                                  const Inventory& inventory,
                                                                  const std::set<ObjectKey>& declared) {
@@ -698,18 +665,8 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     input.guards.manifests_empty = options.manifests_empty;
     input.guards.allow_empty_prune = options.allow_empty_prune;
     input.guards.inventory_corrupt = loaded.status == InventoryStatus::corrupt;
-    if (options.manifest_files) {
-      input.unread_sources = unread_sources(input.inventory, input.declared, *options.manifest_files);
-    }
     if (held_guards(input.guards).empty()) {
-      // Entries whose manifest this cycle did not read are kept unread too.
-      std::set<ObjectKey> not_candidates = input.declared;
-      for (const InventoryEntry& entry : input.inventory.entries) {
-        if (input.unread_sources.count(entry.source) != 0) {
-          not_candidates.insert(entry.key());
-        }
-      }
-      input.live = co_await read_candidates(client, resolver, input.inventory, not_candidates);
+      input.live = co_await read_candidates(client, resolver, input.inventory, input.declared);
       input.containers_with_foreign_objects =
           co_await foreign_contents(client, resolver, input.inventory, input.live, input.declared);
     }
@@ -725,7 +682,6 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
         case KeepReason::uid_mismatch:
         case KeepReason::prune_disabled:
         case KeepReason::not_checked:
-        case KeepReason::manifest_not_read:
           report.notes.push_back(describe_entry(kept.entry) + " not pruned: " + to_string(kept.reason) +
                                  (kept.detail.empty() ? "" : " (" + kept.detail + ")"));
           break;

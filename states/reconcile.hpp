@@ -39,11 +39,6 @@ struct ReconcileOptions {
   // When set, only the states declared in these files are read and run (the daemon
   // reconciling one changed file); every state still counts as declared for prune.
   std::optional<std::set<std::string>> only_files;
-  // Every manifest file this cycle read (includes too; all of them, even when only some
-  // files' states run). An inventory entry recorded from a file that is not among them
-  // but still exists is not pruned: nothing shows its object left its manifest. Not
-  // set: no such check.
-  std::optional<std::vector<std::string>> manifest_files;
   // begin_cycle starts the LISTs a re-apply will need, from the inventory, so that they
   // are answered while the caller loads its manifests (read_ahead.hpp): `kstate apply`
   // and `kstate test`, which load after begin_cycle. Not with only_files.

@@ -171,16 +171,6 @@ TEST_CASE("each prune guard keeps what would otherwise be deleted", "[prune]") {
        without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::declared, "", false},
       {"live object not read", [](auto& in) { in.live.erase(old_cm); },
        without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::not_checked, "", false},
-      {"its manifest file still exists but this cycle did not read it",
-       [](auto& in) {
-         for (auto& entry : in.inventory.entries) {
-           if (entry.key() == inner_cm)
-             entry.source = "team-b/app.yaml";
-         }
-         in.unread_sources = {"team-b/app.yaml"};
-       },
-       without(baseline_deletes, {"0:ConfigMap/gone-ns/x", "2:Namespace/gone-ns"}), inner_cm,
-       KeepReason::manifest_not_read, "team-b/app.yaml still exists", false},
       {"already gone",
        [](auto& in) { in.live[old_cm] = states::LiveObject{states::LiveState::not_found, "", {}, {}, "", ""}; },
        without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::already_gone, "", true},
