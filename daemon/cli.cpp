@@ -53,7 +53,7 @@ void add_applyset_flags(CLI::App& app, CommonOptions& common) {
                  "what it recorded")
       ->check(check_with(&manifests::check_dns1123_subdomain));
   app.add_option("--applyset-namespace", common.applyset_namespace,
-                 "Namespace of the ApplySet parent Secret (default kube-system)")
+                 "Namespace of the ApplySet parent Secret (default kube-system; it must exist)")
       ->check(check_with(&manifests::check_dns1123_label));
 }
 
