@@ -34,13 +34,14 @@ Setter string_setter(std::string DaemonConfig::*member, bool allow_empty) {
   };
 }
 
-// A name the API server must accept (the ApplySet parent's): `check` says why not.
-Setter name_setter(std::string DaemonConfig::*member, std::string (*check)(std::string_view)) {
-  return [member, check](DaemonConfig& config, const std::string& value) -> Status {
+// A name the API server must accept (the ApplySet parent's, the Lease's): `check`
+// says why not.
+Setter name_setter(std::function<std::string&(DaemonConfig&)> field, std::string (*check)(std::string_view)) {
+  return [field, check](DaemonConfig& config, const std::string& value) -> Status {
     if (std::string problem = check(value); !problem.empty()) {
       return bad_value(std::move(problem));
     }
-    config.*member = value;
+    field(config) = value;
     return ok_status();
   };
 }
@@ -167,9 +168,11 @@ const std::vector<KeyEntry>& key_table() {
     add("burst", "Request burst above qps", int_setter(&DaemonConfig::burst, 1, 100000));
     add("field-manager", "Server-side apply field manager", string_setter(&DaemonConfig::field_manager, false));
     add("applyset.name", "Name of the ApplySet parent Secret",
-        name_setter(&DaemonConfig::applyset_name, &manifests::check_dns1123_subdomain));
+        name_setter([](DaemonConfig& c) -> std::string& { return c.applyset_name; },
+                    &manifests::check_dns1123_subdomain));
     add("applyset.namespace", "Namespace of the ApplySet parent Secret",
-        name_setter(&DaemonConfig::applyset_namespace, &manifests::check_dns1123_label));
+        name_setter([](DaemonConfig& c) -> std::string& { return c.applyset_namespace; },
+                    &manifests::check_dns1123_label));
     add("prune", "Delete managed objects no longer in any manifest",
         bool_setter([](DaemonConfig& c) -> bool& { return c.prune; }), true);
     add("allow-empty-prune", "Allow prune when the manifest directory is empty or missing",
@@ -179,20 +182,11 @@ const std::vector<KeyEntry>& key_table() {
     add("leader-election.enabled", "Run one active copy among several nodes (Lease)",
         bool_setter([](DaemonConfig& c) -> bool& { return c.leader_election.enabled; }), true);
     add("leader-election.lease-name", "Name of the coordination.k8s.io/v1 Lease",
-        [](DaemonConfig& c, const std::string& v) {
-          if (v.empty()) {
-            return Status(bad_value("must not be empty"));
-          }
-          c.leader_election.lease_name = v;
-          return ok_status();
-        });
-    add("leader-election.lease-namespace", "Namespace of the Lease", [](DaemonConfig& c, const std::string& v) {
-      if (v.empty()) {
-        return Status(bad_value("must not be empty"));
-      }
-      c.leader_election.lease_namespace = v;
-      return ok_status();
-    });
+        name_setter([](DaemonConfig& c) -> std::string& { return c.leader_election.lease_name; },
+                    &manifests::check_dns1123_subdomain));
+    add("leader-election.lease-namespace", "Namespace of the Lease",
+        name_setter([](DaemonConfig& c) -> std::string& { return c.leader_election.lease_namespace; },
+                    &manifests::check_dns1123_label));
     add("leader-election.lease-duration", "How long non-leaders wait before taking over (client-go: 15s)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.leader_election.lease_duration; }, false));
     add("leader-election.renew-deadline", "How long the leader retries renewing before giving up (10s)",
