@@ -143,6 +143,14 @@ struct Engine::Impl {
     bool across_namespaces = false;
   };
   std::vector<PrefetchWork> prefetch_work;
+  // The Namespaces the states declare are read as a pair of their own, first (plan
+  // order). One that read shows absent holds no object, so the pairs in it are not
+  // listed: a first apply into new namespaces reads one pair, not one per kind and
+  // namespace. Empty key: no Namespace is declared.
+  std::string namespaces_key;
+  std::set<std::string, std::less<>> declared_namespaces;
+  bool namespaces_read_started = false;
+  std::set<std::string, std::less<>> namespaces_absent;  // declared, and not found by that read
   bool prefetch_running = false;
   bool preparing = false;  // prepare_ahead() is running (it refers to this Impl)
   std::unique_ptr<asio::steady_timer> prepared_all;
@@ -284,6 +292,12 @@ struct Engine::Impl {
     for (auto& [key, members] : pairs) {
       live_sets[key].phase = LiveSet::Phase::reading;
       const Slot& first = slots[members.front()];
+      if (first.resource->group.empty() && first.resource->plural == "namespaces" && !first.resource->namespaced) {
+        namespaces_key = key;
+        for (std::size_t i : members) {
+          declared_namespaces.insert(slots[i].ref.name);
+        }
+      }
       kinds[live_key(*first.resource, "")].push_back(std::move(members));
     }
     auto& work = prefetch_work;
@@ -334,6 +348,12 @@ struct Engine::Impl {
   // (generateName look-ups) are newer than the read, so they are kept.
   void finish_pair_read(const std::string& key, std::vector<std::pair<std::string, const json::Value*>>& found,
                         bool read_ok) {
+    if (read_ok && key == namespaces_key) {
+      namespaces_absent = declared_namespaces;
+      for (const auto& [name, object] : found) {
+        namespaces_absent.erase(name);
+      }
+    }
     LiveSet& set = live_sets[key];
     for (auto& [name, object] : found) {
       set.objects.emplace(std::move(name), object);
@@ -344,12 +364,49 @@ struct Engine::Impl {
     }
   }
 
-  // One pair on its own: a GET for a single object, else a LIST of the namespace.
+  // Whether the read of the declared Namespaces found `ns` absent, waiting for that
+  // read when it is in flight. False when it is not declared, or was not read (failed:
+  // e.g. no permission to list Namespaces), or has not started (a pair never waits for
+  // a read that may wait for a free slot behind it).
+  asio::awaitable<bool> namespace_read_absent(const std::string& ns) {
+    if (namespaces_key.empty() || declared_namespaces.count(ns) == 0 || !namespaces_read_started) {
+      co_return false;
+    }
+    co_await read_finished(live_sets[namespaces_key]);
+    co_return namespaces_absent.count(ns) > 0;
+  }
+
+  asio::awaitable<void> read_finished(LiveSet& set) {
+    if (set.phase != LiveSet::Phase::reading) {
+      co_return;
+    }
+    if (!set.read_done) {
+      set.read_done =
+          std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+    }
+    while (set.phase == LiveSet::Phase::reading) {
+      boost::system::error_code ignored;
+      co_await set.read_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+
+  // One pair on its own: a GET for a single object, else a LIST of the namespace;
+  // nothing when its namespace was just read absent (it then holds no object; one
+  // created meanwhile is the same race as one created after any read).
   asio::awaitable<void> read_pair(const std::vector<std::size_t>& members) {
     const Slot& first = slots[members.front()];
     const std::string key = live_key(*first.resource, first.ref.ns);
     bool read_ok = false;
     std::vector<std::pair<std::string, const json::Value*>> found;
+    if (key == namespaces_key) {
+      namespaces_read_started = true;
+    } else if (first.resource->namespaced) {
+      const bool namespace_absent = co_await namespace_read_absent(first.ref.ns);
+      if (namespace_absent) {
+        finish_pair_read(key, found, true);
+        co_return;
+      }
+    }
     const ListOptions everything;
     if (members.size() == 1) {
       auto got = co_await read(first);
@@ -485,16 +542,8 @@ struct Engine::Impl {
     const std::string key = live_key(*slot.resource, slot.ref.ns);
     if (!fresh) {
       auto it = live_sets.find(key);
-      if (it != live_sets.end() && it->second.phase == LiveSet::Phase::reading) {
-        LiveSet& set = it->second;
-        if (!set.read_done) {
-          set.read_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                               asio::steady_timer::time_point::max());
-        }
-        while (set.phase == LiveSet::Phase::reading) {
-          boost::system::error_code ignored;
-          co_await set.read_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-        }
+      if (it != live_sets.end()) {
+        co_await read_finished(it->second);
       }
       if (it != live_sets.end() && it->second.phase == LiveSet::Phase::read) {
         auto object = it->second.objects.find(slot.ref.name);

@@ -8,6 +8,9 @@ FaultDecision FaultPlan::decide(std::string_view method, std::string_view path) 
   if (!settings_.path_prefix.empty() && !path.starts_with(settings_.path_prefix)) {
     return decision;
   }
+  if (!settings_.path.empty() && path != settings_.path) {
+    return decision;
+  }
   if (!settings_.method.empty() && method != settings_.method) {
     return decision;
   }
@@ -74,6 +77,9 @@ Result<FaultSettings> FaultPlan::from_json(const json::Value& body) {
     } else if (key == "pathPrefix") {
       ok = value.IsString();
       settings.path_prefix = ok ? value.GetString() : "";
+    } else if (key == "path") {
+      ok = value.IsString();
+      settings.path = ok ? value.GetString() : "";
     } else if (key == "method") {
       ok = value.IsString();
       settings.method = ok ? value.GetString() : "";
@@ -99,6 +105,7 @@ std::string FaultPlan::to_json(const FaultSettings& settings) {
   json::set(doc, "hangNext", json::Value(settings.hang_next), allocator);
   json::set(doc, "dropAfterBytes", json::Value(settings.drop_after_bytes), allocator);
   json::set_string(doc, "pathPrefix", settings.path_prefix, allocator);
+  json::set_string(doc, "path", settings.path, allocator);
   json::set_string(doc, "method", settings.method, allocator);
   return json::dump(doc);
 }

@@ -27,6 +27,7 @@ struct FaultSettings {
   int drop_after_bytes = -1;  // where close_next cuts a response: after this many bytes (-1: half of it)
   int hang_next = 0;          // the next N matching requests never get an answer
   std::string path_prefix;    // only requests whose path starts with this ("" = all)
+  std::string path;           // only requests to exactly this path ("" = all)
   std::string method;         // only this method ("" = all)
 };
 

@@ -92,17 +92,41 @@ struct Cluster {
 
 constexpr const char* part_of = "applyset.kubernetes.io/part-of";
 
+int occurrences(const std::string& text, const std::string& what) {
+  int count = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) {
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace
 
 TEST_CASE("a re-apply reads each kind kstate owns once across namespaces, selected by its labels") {
   Cluster cluster;
   write_manifests(cluster.work.path() / "manifests");
+  // team-a exists already, with a ConfigMap someone else made.
+  REQUIRE(cluster.emulator.request("POST", "/api/v1/namespaces", R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"}})").status == 201);
+  REQUIRE(cluster.emulator
+              .request("POST", "/api/v1/namespaces/team-a/configmaps",
+                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"one"},"data":{"color":"red"}})")
+              .status == 201);
 
-  // First apply: nothing is recorded yet, so each namespace is read on its own
-  // (objects that exist without kstate's labels must be seen).
-  REQUIRE(cluster.apply().exit_code == 0);
+  // First apply: nothing is recorded yet, so the namespace that exists is read on its
+  // own (objects that exist without kstate's labels must be seen); the two the read of
+  // the declared Namespaces finds absent hold nothing, and are not read.
+  auto first = cluster.apply();
+  REQUIRE(first.exit_code == 0);
   CHECK(cluster.queries_of("/api/v1/configmaps").empty());
-  CHECK(cluster.lists_per_namespace("configmaps") == 3);
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-a/configmaps").size() == 1);
+  CHECK(cluster.lists_per_namespace("configmaps") == 1);
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-a/secrets/token").size() == 1);
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-b/secrets/token").empty());
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-c/secrets/token").empty());
+  // The foreign ConfigMap was read: it is updated from red to blue, not "created".
+  CHECK(first.out.find("-  color: red") != std::string::npos);
+  CHECK(occurrences(first.out, "Comment: updated") == 2);  // team-a and its ConfigMap one
+  CHECK(occurrences(first.out, "Comment: created") == 10);
 
   cluster.emulator.reset_request_log();
   REQUIRE(cluster.apply().exit_code == 0);
@@ -157,4 +181,18 @@ TEST_CASE("when listing across namespaces is refused, each namespace is read on 
   CHECK(cluster.writes() == 0);
   CHECK(cluster.lists_per_namespace("configmaps") == 3);
   CHECK(cluster.lists_per_namespace("secrets") == 0);
+}
+
+TEST_CASE("when the declared Namespaces cannot be read, every namespace is read on its own") {
+  Cluster cluster;
+  write_manifests(cluster.work.path() / "manifests");
+  // As a user who may not list Namespaces: kstate cannot tell which exist.
+  cluster.emulator.set_faults(R"({"failFraction":1.0,"failCode":403,"method":"GET","path":"/api/v1/namespaces"})");
+  auto first = cluster.apply();
+  CHECK(cluster.lists_per_namespace("configmaps") == 3);
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-b/secrets/token").size() == 1);
+  // Each Namespace is then read on its own (a GET by name), and everything applies.
+  CHECK(first.exit_code == 0);
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-c").size() == 1);
+  CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-c/configmaps/two").status == 200);
 }

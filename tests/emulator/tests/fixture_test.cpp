@@ -142,6 +142,15 @@ TEST_CASE("faults: the next N requests get 429 with Retry-After, then requests s
   CHECK(emulator.request("GET", kConfigMaps).status == 200);
 }
 
+TEST_CASE("faults: \"path\" matches one path exactly, not the paths below it") {
+  Emulator emulator;
+  emulator.set_faults(R"({"failFraction":1.0,"failCode":403,"method":"GET","path":"/api/v1/namespaces"})");
+  CHECK(emulator.request("GET", "/api/v1/namespaces").status == 403);
+  CHECK(emulator.request("GET", kConfigMaps).status == 200);
+  CHECK(emulator.request("GET", "/api/v1/namespaces/default").status == 200);
+  CHECK(emulator.request("GET", "/api/v1/namespaces").status == 403);
+}
+
 TEST_CASE("faults: 503, latency, a fraction and closed connections") {
   Emulator emulator;
   emulator.set_faults(R"({"failNext":1,"failCode":503})");
