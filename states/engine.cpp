@@ -381,8 +381,8 @@ struct Engine::Impl {
       co_return;
     }
     if (!set.read_done) {
-      set.read_done =
-          std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+      set.read_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
+                                                           asio::steady_timer::time_point::max());
     }
     while (set.phase == LiveSet::Phase::reading) {
       boost::system::error_code ignored;

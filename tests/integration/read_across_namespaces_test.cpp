@@ -106,7 +106,10 @@ TEST_CASE("a re-apply reads each kind kstate owns once across namespaces, select
   Cluster cluster;
   write_manifests(cluster.work.path() / "manifests");
   // team-a exists already, with a ConfigMap someone else made.
-  REQUIRE(cluster.emulator.request("POST", "/api/v1/namespaces", R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"}})").status == 201);
+  REQUIRE(cluster.emulator
+              .request("POST", "/api/v1/namespaces",
+                       R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"}})")
+              .status == 201);
   REQUIRE(cluster.emulator
               .request("POST", "/api/v1/namespaces/team-a/configmaps",
                        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"one"},"data":{"color":"red"}})")
