@@ -166,7 +166,10 @@ seconds_of() { awk -v line="$1" '$1 == line {for (i = 1; i <= NF; i++) if ($i ==
 # emulators in a row) ends each run, and each run starts with the next of the other
 # tools, so that each of them follows it equally often (kstate always did, and was
 # slower than the same kstate unthrottled in the turn after it in 10 of 11 runs;
-# bench/RESULTS.md).
+# bench/RESULTS.md). Within a run the order is a row of a Williams square: over every
+# n runs (n tools) each tool follows each other tool exactly once, so that no tool
+# always takes its turn right after the same one (a plain rotation kept kstate after
+# kubectl --server-side, and kstate unthrottled after kstate, in 3 of 4 runs).
 declare -A cold_runs again_runs request_runs
 timed_tools=()
 for tool in "${tools[@]}"; do
@@ -174,8 +177,17 @@ for tool in "${tools[@]}"; do
 done
 for ((run = 0; run < runs; run++)); do
   turns=()
-  for ((turn = 0; turn < ${#timed_tools[@]}; turn++)); do
-    turns+=("${timed_tools[(run + turn) % ${#timed_tools[@]}]}")
+  n=${#timed_tools[@]}
+  for ((turn = 0; turn < n; turn++)); do
+    # The first row is 0, 1, n-1, 2, n-2, ...; row r adds r to each (mod n).
+    if ((turn == 0)); then
+      first=0
+    elif ((turn % 2 == 1)); then
+      first=$(((turn + 1) / 2))
+    else
+      first=$((n - turn / 2))
+    fi
+    turns+=("${timed_tools[(first + run) % n]}")
   done
   [[ ${#timed_tools[@]} != "${#tools[@]}" ]] && turns+=(raw-http)
   for tool in "${turns[@]}"; do
