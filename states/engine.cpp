@@ -159,8 +159,9 @@ struct Engine::Impl {
   std::set<std::string> pending_namespaces;
   // "group/Kind" -> the CRD (as it would be created), whose schema validates its CRs locally.
   std::map<std::string, json::Document> pending_crd_kinds;
-  // "group/Kind" -> the CRD as this run would update it: the versions it adds are not
-  // served yet, so their CRs are validated locally against it too.
+  // "group/Kind" -> the CRD as this run would update it (test mode: the versions it adds
+  // are not served yet, so their CRs are validated locally against it too) or updated it
+  // (real mode: discovery may not list the versions it adds yet).
   std::map<std::string, json::Document> updated_crd_kinds;
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
@@ -784,14 +785,15 @@ struct Engine::Impl {
         co_return;
       }
       auto updated_crd = updated_crd_kinds.find(kind_key);
-      if (options.test_mode && updated_crd != updated_crd_kinds.end() &&
-          slot.resolve_error->kind == ErrorKind::not_found) {
+      if (updated_crd != updated_crd_kinds.end() && slot.resolve_error->kind == ErrorKind::not_found) {
         if (state.function == Function::object_absent) {
           co_await absent_in_version_added_by_update(index, updated_crd->second);
-        } else {
-          version_added_by_update(index, updated_crd->second);
+          co_return;
         }
-        co_return;
+        if (options.test_mode) {
+          version_added_by_update(index, updated_crd->second);
+          co_return;
+        }
       }
       if (state.function == Function::object_absent && slot.resolve_error->kind == ErrorKind::not_found) {
         succeed(index, "already absent (the server has no kind " + slot.ref.gvk.qualified_kind() + ")");
@@ -884,12 +886,14 @@ struct Engine::Impl {
                           " (server validation skipped: " + not_yet + ")";
   }
 
-  // Test mode: an object_absent names its custom resource in a version this run's
-  // update of the CRD adds (and serves). The object is the same in every version of its
-  // kind, so it may well exist: it is read (one GET, not a pair's LIST, which may have
-  // been selected by kstate's labels), and its deletion tried (dryRun), through another
-  // version the server serves now. A version the update does not serve is not there
-  // after the apply either: as the apply would, that state finds its kind absent.
+  // An object_absent names its custom resource in a version this run's update of the
+  // CRD adds (and serves), which discovery does not list: in test mode because the
+  // update was a dry run, in real mode because the API server's discovery lists a
+  // CRD's new versions a moment after the update. The object is the same in every
+  // version of its kind, so it may well exist: it is read (one GET, not a pair's LIST,
+  // which may have been selected by kstate's labels), and deleted (test mode: dryRun),
+  // through another version the server serves now. A version the update does not serve
+  // is not there after the apply either: that state finds its kind absent.
   asio::awaitable<void> absent_in_version_added_by_update(std::size_t index, const json::Value& crd) {
     Slot& slot = slots[index];
     const GroupVersionKind named = slot.ref.gvk;
@@ -927,8 +931,13 @@ struct Engine::Impl {
       name_custom_resource(index, crd);
       const bool fresh = true;
       co_await absent(index, fresh);
-      slot.result.comment += " (read through version " + name + ": version " + named.version +
-                             " is only served once this run updates CustomResourceDefinition " + crd_name + ")";
+      slot.result.comment += options.test_mode ? " (read through version " + name + ": version " + named.version +
+                                                     " is only served once this run updates "
+                                                     "CustomResourceDefinition " +
+                                                     crd_name + ")"
+                                               : " (through version " + name + ": version " + named.version +
+                                                     ", which this run's update of CustomResourceDefinition " +
+                                                     crd_name + " serves, is not in discovery yet)";
       co_return;
     }
     succeed(index, "already absent (the server serves no version of kind " + named.qualified_kind() +
@@ -1272,6 +1281,13 @@ struct Engine::Impl {
             json::copy(object);
       }
       co_return;
+    }
+    if (is_crd(slot.ref.gvk) && slot.result.comment.rfind("created", 0) != 0) {
+      // The versions an update adds are served at once by the API server, but its
+      // discovery lists them a moment later: until then an object_absent naming one
+      // reads and deletes through another served version (dispatch).
+      updated_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
+          json::copy(object);
     }
     if (is_crd(slot.ref.gvk) || wants_wait(states[index].wait)) {
       co_await wait_ready(index, object);

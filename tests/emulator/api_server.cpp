@@ -2109,7 +2109,10 @@ void ApiServer::on_crd_stored(const Value& crd) {
                     (string_at(condition, {"type"}) == "Established" && string_at(condition, {"status"}) == "True");
     }
   }
-  if (established) {
+  if (established && catalog_.has_custom(name) && options_.crd_update_delay.count() > 0) {
+    // A spec update is served once the delay has passed (the latest spec by then).
+    pending_crd_updates_.emplace(name, clock_() + options_.crd_update_delay);
+  } else if (established) {
     catalog_.set_custom(name, types_of_crd(crd));  // a spec update (new version, schema) takes effect at once
   } else {
     pending_crds_[name] = clock_() + options_.crd_establish_delay;
@@ -2118,6 +2121,7 @@ void ApiServer::on_crd_stored(const Value& crd) {
 
 void ApiServer::on_crd_deleted(const std::string& crd_name) {
   pending_crds_.erase(crd_name);
+  pending_crd_updates_.erase(crd_name);
   std::vector<ResourceType> types;
   for (const auto* type : catalog_.all()) {
     if (type->custom && type->plural + "." + type->group == crd_name) {
@@ -2157,6 +2161,17 @@ void ApiServer::tick() {
       last_compaction_ = now;
       revision_at_last_compaction_ = store_.current_version();
     }
+  }
+  for (auto it = pending_crd_updates_.begin(); it != pending_crd_updates_.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    auto crd = store_.get(object_key("apiextensions.k8s.io", "customresourcedefinitions", "", it->first));
+    if (crd) {
+      catalog_.set_custom(it->first, types_of_crd(*crd));
+    }
+    it = pending_crd_updates_.erase(it);
   }
   std::vector<std::string> ready;
   for (const auto& [name, when] : pending_crds_) {

@@ -73,6 +73,11 @@ class ApiServer {
   struct Options {
     std::string version = "1.31";
     std::chrono::milliseconds crd_establish_delay{500};
+    // How long a spec change of an established CRD (a version added or no longer
+    // served) takes to be served and listed in discovery. kube-apiserver's CRD handler
+    // and discovery controller pick it up from their informers, usually within moments
+    // but with no bound: clients must not rely on seeing it at once (0: at once).
+    std::chrono::milliseconds crd_update_delay{0};
     std::chrono::milliseconds namespace_termination_delay{200};
     std::string server_address = "127.0.0.1:6443";
     // false: /api and /apis ignore the aggregated media types in Accept (legacy JSON when
@@ -157,6 +162,8 @@ class ApiServer {
   Store store_;
   // CRD name -> when to establish it.
   std::map<std::string, std::chrono::system_clock::time_point> pending_crds_;
+  // CRD name -> when to serve its stored spec (Options::crd_update_delay).
+  std::map<std::string, std::chrono::system_clock::time_point> pending_crd_updates_;
   bool deletions_pending_ = false;
   // Periodic compaction: when the last one ran, and the revision to compact to next.
   std::optional<std::chrono::system_clock::time_point> last_compaction_;

@@ -57,6 +57,7 @@ class Catalog {
   // Custom resources, keyed by CRD name ("widgets.example.com").
   void set_custom(const std::string& crd_name, std::vector<ResourceType> types);
   void remove_custom(const std::string& crd_name);
+  bool has_custom(const std::string& crd_name) const { return custom_.count(crd_name) > 0; }
   // Bumped on every change so discovery ETags change with content.
   unsigned generation() const { return generation_; }
 

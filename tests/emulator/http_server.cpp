@@ -333,6 +333,8 @@ class Emulator {
     api_options.aggregated_discovery = options.aggregated_discovery;
     api_options.crd_establish_delay =
         std::chrono::milliseconds(static_cast<long>(options.crd_establish_delay_seconds * 1000));
+    api_options.crd_update_delay =
+        std::chrono::milliseconds(static_cast<long>(std::ceil(options.crd_update_delay_seconds * 1000)));
     // Rounded up to whole milliseconds: a positive interval never becomes 0 ("never").
     api_options.compaction_interval =
         std::chrono::milliseconds(static_cast<long>(std::ceil(options.compaction_interval_seconds * 1000)));

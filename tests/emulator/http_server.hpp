@@ -22,6 +22,7 @@ struct EmulatorOptions {
   std::optional<std::filesystem::path> data_dir;
   std::string version = "1.31";
   double crd_establish_delay_seconds = 0.5;
+  double crd_update_delay_seconds = 0;
   double compaction_interval_seconds = 300;  // kube-apiserver's --etcd-compaction-interval (0: never)
   FaultSettings faults;
   bool aggregated_discovery = true;  // false: behave as a server older than 1.26 (legacy discovery only)

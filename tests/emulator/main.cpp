@@ -1,6 +1,7 @@
 // kstate-emulator: a loopback kube-apiserver for tests and demos.
 //   kstate-emulator --listen 127.0.0.1:0 --kubeconfig-out FILE [--data-dir DIR] [--version 1.31]
-//                   [--crd-establish-delay SECONDS] [--compaction-interval SECONDS] [--fault-* ...]
+//                   [--crd-establish-delay SECONDS] [--crd-update-delay SECONDS]
+//                   [--compaction-interval SECONDS] [--fault-* ...]
 // Prints "listening on https://127.0.0.1:PORT" once it accepts connections.
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,10 @@ int main(int argc, char** argv) {
   app.add_option("--version", options.version, "Kubernetes version to report, MAJOR.MINOR");
   app.add_option("--crd-establish-delay", options.crd_establish_delay_seconds,
                  "seconds before a new CRD's kinds are served (default 0.5)");
+  app.add_option("--crd-update-delay", options.crd_update_delay_seconds,
+                 "seconds before a spec change of an established CRD (a version added or no longer served) "
+                 "is served and listed in discovery (default 0: at once)")
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--compaction-interval", options.compaction_interval_seconds,
                  "seconds between compactions of the watch history, as kube-apiserver's "
                  "--etcd-compaction-interval (default 300; 0: never)")

@@ -23,6 +23,9 @@ struct Cluster {
   Emulator emulator;
   TempDir work{"kstate-apply"};
 
+  Cluster() = default;
+  explicit Cluster(kstate::testing::EmulatorOptions options) : emulator(std::move(options)) {}
+
   ProcessResult kstate(const std::vector<std::string>& args) {
     std::vector<std::string> argv{KSTATE_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -761,6 +764,81 @@ spec: {size: 1}
   CHECK(cluster.get("/apis/example.com/v2/namespaces/default/widgets/old").IsNull());
   CHECK(cluster.get("/apis/example.com/v2/namespaces/default/widgets/foreign").IsNull());
   CHECK_FALSE(cluster.get("/apis/example.com/v2/namespaces/default/widgets/keep").IsNull());
+}
+
+TEST_CASE("apply: object_absent of a custom resource in a version the CRD update adds, before discovery lists it") {
+  // kube-apiserver lists the versions a CRD update adds in discovery a moment later
+  // (its discovery controller catches up from an informer); the emulator here takes 5 s.
+  // Until then the objects named in the new version must still be deleted, through the
+  // version that serves them, not reported "already absent".
+  kstate::testing::EmulatorOptions options;
+  options.extra_args = {"--crd-update-delay", "5"};
+  Cluster cluster(options);
+  std::string dir = cluster.manifest_dir("crd-upgrade-absent-real");
+  const std::string crd_v1 = R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+)";
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v1);
+  write_file(std::filesystem::path(dir) / "15-old.yaml", R"(apiVersion: example.com/v1
+kind: Widget
+metadata: {name: old, namespace: default}
+spec: {size: 1}
+)");
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+  REQUIRE(cluster.emulator
+              .request("POST", "/apis/example.com/v1/namespaces/default/widgets",
+                       R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"foreign"}})")
+              .status == 201);
+
+  std::string crd_v2 = crd_v1;
+  crd_v2.replace(crd_v2.find("storage: true"), 13, "storage: false");
+  crd_v2 += R"(    - name: v2
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+)";
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v2);
+  std::filesystem::remove(std::filesystem::path(dir) / "15-old.yaml");
+  std::string removals;
+  for (const auto& [id, name] : std::vector<std::pair<std::string, std::string>>{
+           {"remove-old", "old"}, {"remove-foreign", "foreign"}, {"remove-never-made", "never-made"}}) {
+    removals += id + ":\n  object_absent:\n    apiVersion: example.com/v2\n    kind: Widget\n    name: " + name +
+                "\n    namespace: default\n";
+  }
+  write_file(std::filesystem::path(dir) / "20-remove.yaml", removals);
+  auto block_of = [](const std::string& out, const std::string& id) {
+    std::size_t at = out.find("ID: " + id + "\n");
+    REQUIRE(at != std::string::npos);
+    return out.substr(at, out.find("----------", at) - at);
+  };
+
+  auto apply = cluster.apply(dir);
+  CHECK(apply.exit_code == 0);
+  for (const std::string id : {"remove-old", "remove-foreign"}) {
+    INFO(id);
+    std::string block = block_of(apply.out, id);
+    CHECK(block.find("Result: True") != std::string::npos);
+    CHECK(block.find("(through version v1: version v2, which this run's update of CustomResourceDefinition "
+                     "widgets.example.com serves, is not in discovery yet)") != std::string::npos);
+  }
+  CHECK(block_of(apply.out, "remove-never-made").find("already absent") != std::string::npos);
+  // Discovery still lists v1 only: the objects are read through it.
+  CHECK(cluster.emulator.request("GET", "/apis/example.com/v2").status == 404);
+  CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
+  CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/foreign").IsNull());
 }
 
 TEST_CASE("a kind whose LIST is slow holds back only its own states: the others are written meanwhile") {

@@ -85,6 +85,36 @@ TEST_CASE("a CRD is established after the delay, then its kind is served and dis
   CHECK(h.post(kWidgets, widget(R"({"size":1})")).status == 201);
 }
 
+TEST_CASE("with a CRD update delay, a version an update adds is served and discovered only after it") {
+  ApiServer::Options options;
+  options.crd_establish_delay = std::chrono::milliseconds(0);
+  options.crd_update_delay = std::chrono::milliseconds(1000);
+  Harness h(options);
+  REQUIRE(h.post(kCrds, kWidgetCrd).status == 201);
+  h.api.tick();
+  REQUIRE(h.post(kWidgets, widget(R"({"size":1})")).status == 201);  // the first establishment is not delayed
+
+  auto crd = parse(h.get(kCrds + "/widgets.example.com"));
+  auto& allocator = crd.GetAllocator();
+  json::Value v2;
+  v2.CopyFrom((*json::find_path(crd, {"spec", "versions"}))[0], allocator);
+  json::set_string(v2, "name", "v2", allocator);
+  json::set(v2, "storage", json::Value(false), allocator);
+  json::find(*json::find(crd, "spec"), "versions")->PushBack(std::move(v2), allocator);
+  REQUIRE(h.put(kCrds + "/widgets.example.com", json::dump(crd)).status == 200);
+
+  const std::string v2_widget = "/apis/example.com/v2/namespaces/default/widgets/w";
+  h.clock->advance(std::chrono::milliseconds(900));
+  h.api.tick();
+  CHECK(h.get(v2_widget).status == 404);
+  CHECK(h.get("/apis/example.com/v2").status == 404);
+  CHECK(h.get(kWidgets + "/w").status == 200);  // the served version stays served meanwhile
+  h.clock->advance(std::chrono::milliseconds(200));
+  h.api.tick();
+  CHECK(h.get(v2_widget).status == 200);
+  CHECK(h.get("/apis/example.com/v2").status == 200);
+}
+
 TEST_CASE("custom resources are validated against the schema and pruned of unknown fields") {
   ApiServer::Options options;
   options.crd_establish_delay = std::chrono::milliseconds(0);
