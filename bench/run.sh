@@ -5,7 +5,13 @@
 # machines are shared and noisy; absolute times do not compare across runs).
 # Every figure is printed with the command that reproduces it.
 #
-#   bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N]
+#   bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N] [--pin]
+#
+# --pin: the emulator on the last CPU, every client (kstate, kubectl, the raw-HTTP
+# tool) on the others, as a server and its clients are on separate machines. Without
+# it the kernel sometimes runs the single-threaded emulator and the client on one CPU
+# while the other idles (the two wake each other over loopback): on 2 CPUs that
+# spreads one binary's cold apply over 62-107 ms, pinned 63-88 ms (bench/RESULTS.md).
 #
 # --quick: 1,000 objects, 1 run per figure (CI smoke: fails only if something breaks).
 # Full (default): 1,000 objects, median of 9 runs (5 let one noisy stretch of a shared
@@ -20,17 +26,29 @@ runs=9
 objects=1000
 namespaces=10
 quick=0
+pin=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=1; runs=1 ;;
     --build) build=$2; shift ;;
     --runs) runs=$2; shift ;;
     --objects) objects=$2; shift ;;
-    *) echo "usage: bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N]" >&2; exit 2 ;;
+    --pin) pin=1 ;;
+    *) echo "usage: bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N] [--pin]" >&2; exit 2 ;;
   esac
   shift
 done
 build=$(cd "$build" && pwd)
+server_cpu=""
+if [[ $pin == 1 ]]; then
+  cpus=$(nproc)
+  command -v taskset >/dev/null && [[ $cpus -ge 2 ]] ||
+    { echo "bench/run.sh: --pin needs taskset and at least 2 CPUs" >&2; exit 2; }
+  server_cpu=$((cpus - 1))
+  # This shell and everything it starts run on the client CPUs; start_emulator moves
+  # the emulator to the last one.
+  taskset -p -c "0-$((cpus - 2))" $$ >/dev/null
+fi
 kstate="$build/kstate"
 emulator="$build/kstate-emulator"
 corpus_tool="$build/bench/kstate-bench-corpus"
@@ -61,6 +79,7 @@ start_emulator() {
   rm -f "$kc"
   "$emulator" --listen 127.0.0.1:0 --kubeconfig-out "$kc" >"$work/emulator.log" 2>&1 &
   emulator_pid=$!
+  [[ -n "$server_cpu" ]] && taskset -p -c "$server_cpu" "$emulator_pid" >/dev/null
   for _ in $(seq 200); do
     grep -q "listening on" "$work/emulator.log" 2>/dev/null && [[ -s "$kc" ]] && return 0
     sleep 0.05
@@ -133,8 +152,8 @@ report() {  # report KEY VALUE UNIT COMMAND
 }
 
 echo "kstate bench: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
-  "$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "mode: $([[ $quick == 1 ]] && echo quick || echo full), $objects objects over $namespaces namespaces, $runs run(s) per figure (median)"
+  "$(nproc --all) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "mode: $([[ $quick == 1 ]] && echo quick || echo full), $objects objects over $namespaces namespaces, $runs run(s) per figure (median)$([[ $pin == 1 ]] && echo ", emulator pinned to CPU $server_cpu, clients to the others")"
 echo "kstate: $kstate --concurrency default; kubectl: $(command -v kubectl || echo 'not installed')"
 echo
 

@@ -143,14 +143,24 @@ struct Engine::Impl {
     bool across_namespaces = false;
   };
   std::vector<PrefetchWork> prefetch_work;
-  // The Namespaces the states declare are read as a pair of their own, first (plan
-  // order). One that read shows absent holds no object, so the pairs in it are not
-  // listed: a first apply into new namespaces reads one pair, not one per kind and
-  // namespace. Empty key: no Namespace is declared.
-  std::string namespaces_key;
-  std::set<std::string, std::less<>> declared_namespaces;
+  // Whether a Namespace the states declare exists. One that does not holds no object,
+  // so its pairs are not read: a first apply into new namespaces sends one read per
+  // namespace, not one per kind and namespace. The Namespaces' own pair read answers
+  // first: found there, it exists; a GET of it that found nothing (one Namespace
+  // declared), it does not. Missing from their LIST is not enough (a proxy in front of
+  // the API server, e.g. capsule-proxy, may answer it with only some of them): the
+  // first pair in it to be read then GETs it by name, while the others in it wait.
+  struct NamespaceCheck {
+    bool started = false;
+    bool done = false;
+    bool absent = false;                           // only when the GET said 404
+    std::unique_ptr<asio::steady_timer> finished;  // cancelled when done
+  };
+  std::optional<ApiResource> namespaces_resource;                       // set when a Namespace is declared
+  std::map<std::string, NamespaceCheck, std::less<>> namespace_checks;  // by declared name
+  std::string namespaces_key;                                           // the live_sets key of the Namespaces' pair
+  bool namespaces_read_by_name = false;                                 // that pair is one Namespace, read with a GET
   bool namespaces_read_started = false;
-  std::set<std::string, std::less<>> namespaces_absent;  // declared, and not found by that read
   bool prefetch_running = false;
   bool preparing = false;  // prepare_ahead() is running (it refers to this Impl)
   std::unique_ptr<asio::steady_timer> prepared_all;
@@ -294,9 +304,11 @@ struct Engine::Impl {
       live_sets[key].phase = LiveSet::Phase::reading;
       const Slot& first = slots[members.front()];
       if (first.resource->group.empty() && first.resource->plural == "namespaces" && !first.resource->namespaced) {
+        namespaces_resource = *first.resource;
         namespaces_key = key;
+        namespaces_read_by_name = members.size() == 1;
         for (std::size_t i : members) {
-          declared_namespaces.insert(slots[i].ref.name);
+          namespace_checks[slots[i].ref.name];
         }
       }
       kinds[live_key(*first.resource, "")].push_back(std::move(members));
@@ -349,12 +361,6 @@ struct Engine::Impl {
   // (generateName look-ups) are newer than the read, so they are kept.
   void finish_pair_read(const std::string& key, std::vector<std::pair<std::string, const json::Value*>>& found,
                         bool read_ok) {
-    if (read_ok && key == namespaces_key) {
-      namespaces_absent = declared_namespaces;
-      for (const auto& [name, object] : found) {
-        namespaces_absent.erase(name);
-      }
-    }
     LiveSet& set = live_sets[key];
     for (auto& [name, object] : found) {
       set.objects.emplace(std::move(name), object);
@@ -365,16 +371,57 @@ struct Engine::Impl {
     }
   }
 
-  // Whether the read of the declared Namespaces found `ns` absent, waiting for that
-  // read when it is in flight. False when it is not declared, or was not read (failed:
-  // e.g. no permission to list Namespaces), or has not started (a pair never waits for
-  // a read that may wait for a free slot behind it).
-  asio::awaitable<bool> namespace_read_absent(const std::string& ns) {
-    if (namespaces_key.empty() || declared_namespaces.count(ns) == 0 || !namespaces_read_started) {
+  // Whether the declared Namespace `ns` does not exist: read once, by the first caller
+  // (the others wait for that read). False when it is not declared, or its GET failed
+  // (e.g. 403: kstate cannot tell, so its pairs are read).
+  asio::awaitable<bool> namespace_absent(const std::string& ns) {
+    auto check = namespace_checks.find(ns);
+    if (check == namespace_checks.end() || !namespaces_resource) {
       co_return false;
     }
-    co_await read_finished(live_sets[namespaces_key]);
-    co_return namespaces_absent.count(ns) > 0;
+    if (namespaces_read_started) {
+      // (never waited for before it started: it may be waiting for a free slot)
+      LiveSet& namespaces = live_sets[namespaces_key];
+      co_await read_finished(namespaces);
+      if (namespaces.phase == LiveSet::Phase::read) {
+        if (namespaces.objects.count(ns) > 0) {
+          co_return false;
+        }
+        if (namespaces_read_by_name) {
+          co_return true;
+        }
+      }
+    }
+    NamespaceCheck& state = check->second;
+    if (state.started) {
+      if (!state.done) {
+        if (!state.finished) {
+          state.finished = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
+                                                                asio::steady_timer::time_point::max());
+        }
+        while (!state.done) {
+          boost::system::error_code ignored;
+          co_await state.finished->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+        }
+      }
+      co_return state.absent;
+    }
+    state.started = true;
+    // Done however the read ends (an exception too), so that no pair waits forever.
+    struct MarkDone {
+      NamespaceCheck& state;
+      ~MarkDone() {
+        state.done = true;
+        if (state.finished) {
+          state.finished->cancel();
+        }
+      }
+    } mark_done{state};
+    std::string subresource;
+    std::string cluster_scope;
+    auto got = co_await client.get(*namespaces_resource, cluster_scope, ns, subresource);
+    state.absent = !got.ok() && got.error().kind == ErrorKind::not_found;
+    co_return state.absent;
   }
 
   asio::awaitable<void> read_finished(LiveSet& set) {
@@ -392,7 +439,7 @@ struct Engine::Impl {
   }
 
   // One pair on its own: a GET for a single object, else a LIST of the namespace;
-  // nothing when its namespace was just read absent (it then holds no object; one
+  // nothing when its namespace was just found absent (it then holds no object; one
   // created meanwhile is the same race as one created after any read).
   asio::awaitable<void> read_pair(const std::vector<std::size_t>& members) {
     const Slot& first = slots[members.front()];
@@ -402,8 +449,8 @@ struct Engine::Impl {
     if (key == namespaces_key) {
       namespaces_read_started = true;
     } else if (first.resource->namespaced) {
-      const bool namespace_absent = co_await namespace_read_absent(first.ref.ns);
-      if (namespace_absent) {
+      const bool absent_namespace = co_await namespace_absent(first.ref.ns);
+      if (absent_namespace) {
         finish_pair_read(key, found, true);
         co_return;
       }
@@ -914,7 +961,11 @@ struct Engine::Impl {
     }
     for (const auto& version : versions->GetArray()) {
       const std::string name = string_at(version, {"name"});
-      if (name.empty() || name == named.version) {
+      // Real mode: only a version the update still serves. The API server's handler
+      // may stop serving one (served: false) before its discovery stops listing it, and
+      // a 404 from a version no longer served is not an absent object. Test mode: the
+      // server runs the CRD as it is now, so any version it lists reads the object.
+      if (name.empty() || name == named.version || (!options.test_mode && !served_by_update(name))) {
         continue;
       }
       GroupVersionKind served{named.group, name, named.kind};
@@ -938,6 +989,14 @@ struct Engine::Impl {
                                                : " (through version " + name + ": version " + named.version +
                                                      ", which this run's update of CustomResourceDefinition " +
                                                      crd_name + " serves, is not in discovery yet)";
+      co_return;
+    }
+    if (!options.test_mode) {
+      // The object may well exist, stored in another version: never "already absent".
+      fail(index, "version " + named.version + " of kind " + named.qualified_kind() +
+                      " is not in the API server's discovery yet, nor any other version this run's update of "
+                      "CustomResourceDefinition " +
+                      crd_name + " serves: run again once it lists it");
       co_return;
     }
     succeed(index, "already absent (the server serves no version of kind " + named.qualified_kind() +
@@ -1282,10 +1341,11 @@ struct Engine::Impl {
       }
       co_return;
     }
-    if (is_crd(slot.ref.gvk) && slot.result.comment.rfind("created", 0) != 0) {
-      // The versions an update adds are served at once by the API server, but its
-      // discovery lists them a moment later: until then an object_absent naming one
-      // reads and deletes through another served version (dispatch).
+    if (is_crd(slot.ref.gvk) && slot.result.comment.rfind("updated", 0) == 0) {
+      // The API server serves and lists the versions an update adds once its CRD
+      // handler and discovery catch up, a moment later and not in step: until discovery
+      // lists one, an object_absent naming it reads and deletes through another
+      // version the update serves (dispatch).
       updated_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
           json::copy(object);
     }

@@ -123,6 +123,39 @@ void write_demo(const std::string& dir) {
   write_file(std::filesystem::path(dir) / "10-app.yaml", demo_objects);
 }
 
+// CRD widgets.example.com serving v1 only; then the same with v2 added as the storage
+// version, v1 kept served or not.
+std::string widget_crd_v1() {
+  return R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+)";
+}
+std::string widget_crd_adding_v2(bool v1_served) {
+  std::string crd = widget_crd_v1();
+  crd.replace(crd.find("storage: true"), 13, "storage: false");
+  if (!v1_served) {
+    crd.replace(crd.find("served: true"), 12, "served: false");
+  }
+  return crd + R"(    - name: v2
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+)";
+}
+
 }  // namespace
 
 TEST_CASE("apply creates a directory's objects, and a second apply changes and writes nothing") {
@@ -678,21 +711,7 @@ TEST_CASE("object_absent of a custom resource named in a version this run's CRD 
   // one object, whichever version reads it, and the apply deletes them.
   Cluster cluster;
   std::string dir = cluster.manifest_dir("crd-upgrade-absent");
-  const std::string crd_v1 = R"(apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-)";
+  const std::string crd_v1 = widget_crd_v1();
   write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v1);
   // Widgets kstate keeps in two namespaces: their pairs are read with one LIST selected
   // by kstate's labels, which cannot show a Widget kstate did not make.
@@ -715,14 +734,7 @@ spec: {size: 1}
                        R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"foreign"}})")
               .status == 201);
 
-  std::string crd_v2 = crd_v1;
-  crd_v2.replace(crd_v2.find("storage: true"), 13, "storage: false");
-  crd_v2 += R"(    - name: v2
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-)";
+  const std::string crd_v2 = widget_crd_adding_v2(true);
   write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v2);
   std::filesystem::remove(std::filesystem::path(dir) / "15-old.yaml");
   std::string removals;
@@ -768,28 +780,15 @@ spec: {size: 1}
 
 TEST_CASE("apply: object_absent of a custom resource in a version the CRD update adds, before discovery lists it") {
   // kube-apiserver lists the versions a CRD update adds in discovery a moment later
-  // (its discovery controller catches up from an informer); the emulator here takes 5 s.
+  // (its discovery controller catches up from an informer); the emulator here takes 60 s,
+  // longer than the run, however slow the machine.
   // Until then the objects named in the new version must still be deleted, through the
   // version that serves them, not reported "already absent".
   kstate::testing::EmulatorOptions options;
-  options.extra_args = {"--crd-update-delay", "5"};
+  options.extra_args = {"--crd-update-delay", "60"};
   Cluster cluster(options);
   std::string dir = cluster.manifest_dir("crd-upgrade-absent-real");
-  const std::string crd_v1 = R"(apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-)";
+  const std::string crd_v1 = widget_crd_v1();
   write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v1);
   write_file(std::filesystem::path(dir) / "15-old.yaml", R"(apiVersion: example.com/v1
 kind: Widget
@@ -802,14 +801,7 @@ spec: {size: 1}
                        R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"foreign"}})")
               .status == 201);
 
-  std::string crd_v2 = crd_v1;
-  crd_v2.replace(crd_v2.find("storage: true"), 13, "storage: false");
-  crd_v2 += R"(    - name: v2
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-)";
+  const std::string crd_v2 = widget_crd_adding_v2(true);
   write_file(std::filesystem::path(dir) / "00-crd.yaml", crd_v2);
   std::filesystem::remove(std::filesystem::path(dir) / "15-old.yaml");
   std::string removals;
@@ -839,6 +831,35 @@ spec: {size: 1}
   CHECK(cluster.emulator.request("GET", "/apis/example.com/v2").status == 404);
   CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
   CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/foreign").IsNull());
+}
+
+TEST_CASE("apply: object_absent in a version the CRD update adds, the update no longer serving the others") {
+  // The usual migration: v1 stops being served as v2 comes in. Until discovery lists v2
+  // no version the update serves can read the object: the state fails (the next run
+  // deletes it), it never says "already absent", and nothing is deleted meanwhile.
+  kstate::testing::EmulatorOptions options;
+  options.extra_args = {"--crd-update-delay", "60"};
+  Cluster cluster(options);
+  std::string dir = cluster.manifest_dir("crd-migration-absent");
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", widget_crd_v1());
+  write_file(std::filesystem::path(dir) / "15-old.yaml",
+             "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: old, namespace: default}\n");
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", widget_crd_adding_v2(false));
+  std::filesystem::remove(std::filesystem::path(dir) / "15-old.yaml");
+  write_file(std::filesystem::path(dir) / "20-remove.yaml",
+             "remove-old:\n  object_absent:\n    apiVersion: example.com/v2\n    kind: Widget\n    name: old\n"
+             "    namespace: default\n");
+  auto apply = cluster.apply(dir, {"--prune"});
+  CHECK(apply.exit_code == 2);
+  std::size_t at = apply.out.find("ID: remove-old\n");
+  REQUIRE(at != std::string::npos);
+  std::string block = apply.out.substr(at, apply.out.find("----------", at) - at);
+  CHECK(block.find("Result: False") != std::string::npos);
+  CHECK(block.find("version v2 of kind Widget.example.com is not in the API server's discovery yet") !=
+        std::string::npos);
+  CHECK_FALSE(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
 }
 
 TEST_CASE("a kind whose LIST is slow holds back only its own states: the others are written meanwhile") {
