@@ -987,15 +987,14 @@ struct Engine::Impl {
                                                      "CustomResourceDefinition " +
                                                      crd_name + ")"
                                                : " (through version " + name + ": version " + named.version +
-                                                     ", which this run's update of CustomResourceDefinition " +
-                                                     crd_name + " serves, is not in discovery yet)";
+                                                     ", which CustomResourceDefinition " + crd_name +
+                                                     " serves, is not in discovery yet)";
       co_return;
     }
     if (!options.test_mode) {
       // The object may well exist, stored in another version: never "already absent".
       fail(index, "version " + named.version + " of kind " + named.qualified_kind() +
-                      " is not in the API server's discovery yet, nor any other version this run's update of "
-                      "CustomResourceDefinition " +
+                      " is not in the API server's discovery yet, nor any other version CustomResourceDefinition " +
                       crd_name + " serves: run again once it lists it");
       co_return;
     }
@@ -1341,11 +1340,13 @@ struct Engine::Impl {
       }
       co_return;
     }
-    if (is_crd(slot.ref.gvk) && slot.result.comment.rfind("updated", 0) == 0) {
-      // The API server serves and lists the versions an update adds once its CRD
-      // handler and discovery catch up, a moment later and not in step: until discovery
-      // lists one, an object_absent naming it reads and deletes through another
-      // version the update serves (dispatch).
+    if (is_crd(slot.ref.gvk) &&
+        (slot.result.comment.rfind("updated", 0) == 0 || slot.result.comment.rfind("already good", 0) == 0)) {
+      // The API server serves and lists the versions an update adds (this run's, or a
+      // recent one: a run again right after a failed one) once its CRD handler and
+      // discovery catch up, a moment later and not in step: until discovery lists one,
+      // an object_absent naming it reads and deletes through another version the CRD
+      // serves (dispatch). Not after a create: a new kind holds nothing yet.
       updated_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
           json::copy(object);
     }

@@ -203,10 +203,11 @@ TEST_CASE("a declared namespace whose existence cannot be read has its objects r
   CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-c/configmaps/two").status == 200);
 }
 
-TEST_CASE("whether a declared namespace exists is read by name, not from the LIST of Namespaces") {
-  // A proxy in front of the API server (capsule-proxy and the like) may answer the
-  // LIST of Namespaces with some of them only, or refuse it: a namespace missing from
-  // that LIST is not taken as absent.
+TEST_CASE("with the LIST of Namespaces refused, whether a declared namespace exists is read by name") {
+  // A namespace missing from the LIST of Namespaces is never taken as absent: a proxy in
+  // front of the API server (capsule-proxy and the like) may refuse that LIST, as here,
+  // or answer it with some of them only (which the emulator cannot do; the engine trusts
+  // that LIST only for the namespaces it shows, and asks for the others by name).
   Cluster cluster;
   write_manifests(cluster.work.path() / "manifests");
   REQUIRE(cluster.emulator
