@@ -176,6 +176,10 @@ struct Engine::Impl {
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
   bool crd_established_since_refresh = false;
+  // crd_of_kind: the LIST of CustomResourceDefinitions, once per run.
+  bool crd_list_started = false;
+  std::optional<Result<json::Document>> crd_list;
+  std::unique_ptr<asio::steady_timer> crd_list_done;
 
   Impl(DynamicClient& c, KindResolver& r, const EngineOptions& o, std::vector<State>& s)
       : client(c), resolver(r), options(o), states(s), slots(s.size()) {}
@@ -787,6 +791,50 @@ struct Engine::Impl {
     }
   }
 
+  // The CRD that defines group/kind as the server has it now (nullptr: none), from one
+  // LIST of CustomResourceDefinitions per run, made by the first caller while the
+  // others wait.
+  asio::awaitable<Result<const json::Value*>> crd_of_kind(const std::string& group, const std::string& kind) {
+    if (!crd_list_started) {
+      crd_list_started = true;
+      GroupVersionKind crds{"apiextensions.k8s.io", "v1", "CustomResourceDefinition"};
+      try {
+        auto resource = co_await resolver.resolve(crds);
+        if (!resource.ok()) {
+          crd_list = resource.error();
+        } else {
+          ListOptions everything;
+          std::string cluster_scope;
+          crd_list = co_await client.list(*resource, cluster_scope, everything);
+        }
+      } catch (const std::exception& failure) {
+        crd_list = Error(ErrorKind::internal, failure.what());  // the waiters must not wait forever
+      }
+      if (crd_list_done) {
+        crd_list_done->cancel();
+      }
+    }
+    while (!crd_list) {
+      if (!crd_list_done) {
+        crd_list_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
+                                                             asio::steady_timer::time_point::max());
+      }
+      boost::system::error_code ignored;
+      co_await crd_list_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    if (!crd_list->ok()) {
+      co_return crd_list->error();
+    }
+    if (const json::Value* items = json::find(crd_list->value(), "items"); items != nullptr && items->IsArray()) {
+      for (const auto& crd : items->GetArray()) {
+        if (string_at(crd, {"spec", "group"}) == group && string_at(crd, {"spec", "names", "kind"}) == kind) {
+          co_return &crd;
+        }
+      }
+    }
+    co_return static_cast<const json::Value*>(nullptr);
+  }
+
   // --- state functions --------------------------------------------------------
 
   void start_result(std::size_t index) {
@@ -843,6 +891,19 @@ struct Engine::Impl {
         }
       }
       if (state.function == Function::object_absent && slot.resolve_error->kind == ErrorKind::not_found) {
+        // Discovery may lag behind an update of the kind's CRD that this run did not
+        // make (an earlier run, a daemon cycle of other files, someone else): the CRD
+        // itself says whether the version is served.
+        auto live_crd = co_await crd_of_kind(slot.ref.gvk.group, slot.ref.gvk.kind);
+        if (!live_crd.ok()) {
+          fail(index, "cannot tell whether kind " + slot.ref.gvk.qualified_kind() +
+                          " exists: listing CustomResourceDefinitions: " + live_crd.error().describe());
+          co_return;
+        }
+        if (*live_crd != nullptr) {
+          co_await absent_in_version_added_by_update(index, **live_crd);
+          co_return;
+        }
         succeed(index, "already absent (the server has no kind " + slot.ref.gvk.qualified_kind() + ")");
         co_return;
       }
