@@ -791,6 +791,23 @@ struct Engine::Impl {
     }
   }
 
+  // Whether a CRD read from the server serves its kinds: Established, and not being
+  // deleted (its custom resources go with it). One that does not holds none to delete.
+  static bool serves_kinds(const json::Value& crd) {
+    if (json::find_path(crd, {"metadata", "deletionTimestamp"}) != nullptr) {
+      return false;
+    }
+    if (const json::Value* conditions = json::find_path(crd, {"status", "conditions"});
+        conditions != nullptr && conditions->IsArray()) {
+      for (const auto& condition : conditions->GetArray()) {
+        if (string_at(condition, {"type"}) == "Established") {
+          return string_at(condition, {"status"}) == "True";
+        }
+      }
+    }
+    return false;
+  }
+
   // The CRD that defines group/kind as the server has it now (nullptr: none), from one
   // LIST of CustomResourceDefinitions per run, made by the first caller while the
   // others wait.
@@ -900,7 +917,7 @@ struct Engine::Impl {
                           " exists: listing CustomResourceDefinitions: " + live_crd.error().describe());
           co_return;
         }
-        if (*live_crd != nullptr) {
+        if (*live_crd != nullptr && serves_kinds(**live_crd)) {
           co_await absent_in_version_added_by_update(index, **live_crd);
           co_return;
         }

@@ -903,6 +903,28 @@ TEST_CASE("apply: object_absent in a version an earlier run's CRD update added, 
   CHECK(cluster.emulator.count_requests("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions") == 1);
 }
 
+TEST_CASE("apply: object_absent of a kind whose CRD is not established yet is already absent") {
+  kstate::testing::EmulatorOptions options;
+  options.crd_establish_delay_seconds = 60;
+  Cluster cluster(options);
+  REQUIRE(cluster.emulator
+              .request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                       R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+                           "metadata":{"name":"gadgets.example.com"},
+                           "spec":{"group":"example.com","scope":"Namespaced",
+                             "names":{"kind":"Gadget","plural":"gadgets","singular":"gadget","listKind":"GadgetList"},
+                             "versions":[{"name":"v1","served":true,"storage":true,
+                               "schema":{"openAPIV3Schema":{"type":"object"}}}]}})")
+              .status == 201);
+  std::string dir = cluster.manifest_dir("gadgets");
+  write_file(std::filesystem::path(dir) / "remove.yaml",
+             "remove-gadget:\n  object_absent:\n    apiVersion: example.com/v1\n    kind: Gadget\n    name: g\n"
+             "    namespace: default\n");
+  auto apply = cluster.apply(dir);
+  CHECK(apply.exit_code == 0);
+  CHECK(apply.out.find("already absent (the server has no kind Gadget.example.com)") != std::string::npos);
+}
+
 TEST_CASE("a kind whose LIST is slow holds back only its own states: the others are written meanwhile") {
   Cluster cluster;
   std::string objects;
