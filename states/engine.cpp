@@ -791,6 +791,20 @@ struct Engine::Impl {
     }
   }
 
+  // Whether discovery lists this group's kind in a version other than gvk's.
+  asio::awaitable<bool> listed_in_another_version(const GroupVersionKind& gvk) {
+    auto listed = co_await resolver.resources();
+    if (!listed.ok()) {
+      co_return true;  // cannot tell: look the CRD up
+    }
+    for (const ApiResource& resource : *listed) {
+      if (resource.group == gvk.group && resource.kind == gvk.kind && resource.version != gvk.version) {
+        co_return true;
+      }
+    }
+    co_return false;
+  }
+
   // Whether a CRD read from the server serves its kinds: Established, and not being
   // deleted (its custom resources go with it). One that does not holds none to delete.
   static bool serves_kinds(const json::Value& crd) {
@@ -842,14 +856,17 @@ struct Engine::Impl {
     if (!crd_list->ok()) {
       co_return crd_list->error();
     }
+    // (a second CRD claiming the same kind is never Established: the serving one wins)
+    const json::Value* found = nullptr;
     if (const json::Value* items = json::find(crd_list->value(), "items"); items != nullptr && items->IsArray()) {
       for (const auto& crd : items->GetArray()) {
-        if (string_at(crd, {"spec", "group"}) == group && string_at(crd, {"spec", "names", "kind"}) == kind) {
-          co_return &crd;
+        if (string_at(crd, {"spec", "group"}) == group && string_at(crd, {"spec", "names", "kind"}) == kind &&
+            (found == nullptr || serves_kinds(crd))) {
+          found = &crd;
         }
       }
     }
-    co_return static_cast<const json::Value*>(nullptr);
+    co_return found;
   }
 
   // --- state functions --------------------------------------------------------
@@ -899,7 +916,8 @@ struct Engine::Impl {
       auto updated_crd = updated_crd_kinds.find(kind_key);
       if (updated_crd != updated_crd_kinds.end() && slot.resolve_error->kind == ErrorKind::not_found) {
         if (state.function == Function::object_absent) {
-          co_await absent_in_version_added_by_update(index, updated_crd->second);
+          // (test mode: the dry run's answer, which the server does not run yet)
+          co_await absent_in_version_added_by_update(index, updated_crd->second, options.test_mode);
           co_return;
         }
         if (options.test_mode) {
@@ -909,16 +927,30 @@ struct Engine::Impl {
       }
       if (state.function == Function::object_absent && slot.resolve_error->kind == ErrorKind::not_found) {
         // Discovery may lag behind an update of the kind's CRD that this run did not
-        // make (an earlier run, a daemon cycle of other files, someone else): the CRD
-        // itself says whether the version is served.
+        // make (an earlier run, a daemon cycle of other files, someone else): when it
+        // lists the kind in another version, the CRD itself says whether this one is
+        // served. A kind discovery does not list at all (an uninstalled operator's, a
+        // removed built-in) costs no request.
+        const bool kind_listed = co_await listed_in_another_version(slot.ref.gvk);
+        if (!kind_listed) {
+          succeed(index, "already absent (the server has no kind " + slot.ref.gvk.qualified_kind() + ")");
+          co_return;
+        }
         auto live_crd = co_await crd_of_kind(slot.ref.gvk.group, slot.ref.gvk.kind);
+        if (!live_crd.ok() && live_crd.error().kind == ErrorKind::forbidden) {
+          // A user who may not list CRDs (namespaced rights only) sees what discovery
+          // shows, as before this look-up.
+          succeed(index, "already absent (the server has no kind " + slot.ref.gvk.qualified_kind() + ")");
+          co_return;
+        }
         if (!live_crd.ok()) {
           fail(index, "cannot tell whether kind " + slot.ref.gvk.qualified_kind() +
                           " exists: listing CustomResourceDefinitions: " + live_crd.error().describe());
           co_return;
         }
         if (*live_crd != nullptr && serves_kinds(**live_crd)) {
-          co_await absent_in_version_added_by_update(index, **live_crd);
+          const bool dry_run_crd = false;
+          co_await absent_in_version_added_by_update(index, **live_crd, dry_run_crd);
           co_return;
         }
         succeed(index, "already absent (the server has no kind " + slot.ref.gvk.qualified_kind() + ")");
@@ -1019,7 +1051,10 @@ struct Engine::Impl {
   // which may have been selected by kstate's labels), and deleted (test mode: dryRun),
   // through another version the server serves now. A version the update does not serve
   // is not there after the apply either: that state finds its kind absent.
-  asio::awaitable<void> absent_in_version_added_by_update(std::size_t index, const json::Value& crd) {
+  // `dry_run_crd`: `crd` is test mode's dry-run answer for this run's update, which the
+  // server does not run yet; otherwise it is (or will be, moments after this run's
+  // update) the CRD the server runs.
+  asio::awaitable<void> absent_in_version_added_by_update(std::size_t index, const json::Value& crd, bool dry_run_crd) {
     Slot& slot = slots[index];
     const GroupVersionKind named = slot.ref.gvk;
     const std::string crd_name = string_at(crd, {"metadata", "name"});
@@ -1039,11 +1074,11 @@ struct Engine::Impl {
     }
     for (const auto& version : versions->GetArray()) {
       const std::string name = string_at(version, {"name"});
-      // Real mode: only a version the update still serves. The API server's handler
-      // may stop serving one (served: false) before its discovery stops listing it, and
-      // a 404 from a version no longer served is not an absent object. Test mode: the
+      // Only a version the CRD serves: the API server's handler may stop serving one
+      // (served: false) before its discovery stops listing it, and a 404 from a version
+      // no longer served is not an absent object. A dry-run answer is not run yet: the
       // server runs the CRD as it is now, so any version it lists reads the object.
-      if (name.empty() || name == named.version || (!options.test_mode && !served_by_update(name))) {
+      if (name.empty() || name == named.version || (!dry_run_crd && !served_by_update(name))) {
         continue;
       }
       GroupVersionKind served{named.group, name, named.kind};
@@ -1060,16 +1095,16 @@ struct Engine::Impl {
       name_custom_resource(index, crd);
       const bool fresh = true;
       co_await absent(index, fresh);
-      slot.result.comment += options.test_mode ? " (read through version " + name + ": version " + named.version +
-                                                     " is only served once this run updates "
-                                                     "CustomResourceDefinition " +
-                                                     crd_name + ")"
-                                               : " (through version " + name + ": version " + named.version +
-                                                     ", which CustomResourceDefinition " + crd_name +
-                                                     " serves, is not in discovery yet)";
+      slot.result.comment += dry_run_crd ? " (read through version " + name + ": version " + named.version +
+                                               " is only served once this run updates "
+                                               "CustomResourceDefinition " +
+                                               crd_name + ")"
+                                         : " (through version " + name + ": version " + named.version +
+                                               ", which CustomResourceDefinition " + crd_name +
+                                               " serves, is not in discovery yet)";
       co_return;
     }
-    if (!options.test_mode) {
+    if (!dry_run_crd) {
       // The object may well exist, stored in another version: never "already absent".
       fail(index, "version " + named.version + " of kind " + named.qualified_kind() +
                       " is not in the API server's discovery yet, nor any other version CustomResourceDefinition " +

@@ -892,15 +892,42 @@ TEST_CASE("apply: object_absent in a version an earlier run's CRD update added, 
              "    namespace: default\n"
              "remove-gadget:\n  object_absent:\n    apiVersion: example.com/v1\n    kind: Gadget\n    name: g\n"
              "    namespace: default\n");
+  // Test mode says the same, and deletes nothing.
+  auto test = cluster.test(widgets);
+  CHECK(test.exit_code == 1);
+  CHECK(test.out.find("would be deleted (through version v1: version v2, which CustomResourceDefinition "
+                      "widgets.example.com serves, is not in discovery yet)") != std::string::npos);
+  CHECK_FALSE(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
   cluster.emulator.reset_request_log();
   auto apply = cluster.apply(widgets);
   CHECK(apply.exit_code == 0);
   CHECK(apply.out.find("(through version v1: version v2, which CustomResourceDefinition widgets.example.com "
                        "serves, is not in discovery yet)") != std::string::npos);
   CHECK(cluster.get("/apis/example.com/v1/namespaces/default/widgets/old").IsNull());
-  // A kind no CRD defines is absent, as before (one LIST of CRDs for the run).
+  // A kind discovery does not list at all is absent, as before, with no look-up; one
+  // LIST of CRDs served the whole run.
   CHECK(apply.out.find("already absent (the server has no kind Gadget.example.com)") != std::string::npos);
   CHECK(cluster.emulator.count_requests("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions") == 1);
+
+  // A version of a listed kind no CRD serves (a typo: v3). For a user who may not list
+  // CRDs discovery alone decides, as before the look-up; a server error on that LIST
+  // fails the state (nothing is concluded from it).
+  write_file(std::filesystem::path(widgets) / "remove.yaml",
+             "remove-typo:\n  object_absent:\n    apiVersion: example.com/v3\n    kind: Widget\n    name: old\n"
+             "    namespace: default\n");
+  auto typo = cluster.apply(widgets);
+  CHECK(typo.exit_code == 0);
+  CHECK(typo.out.find("already absent (the server has no kind Widget.example.com)") != std::string::npos);
+  cluster.emulator.set_faults(R"({"failFraction":1.0,"failCode":403,"method":"GET",)"
+                              R"("path":"/apis/apiextensions.k8s.io/v1/customresourcedefinitions"})");
+  auto forbidden = cluster.apply(widgets);
+  CHECK(forbidden.exit_code == 0);
+  CHECK(forbidden.out.find("already absent (the server has no kind Widget.example.com)") != std::string::npos);
+  cluster.emulator.set_faults(R"({"failFraction":1.0,"failCode":500,"method":"GET",)"
+                              R"("path":"/apis/apiextensions.k8s.io/v1/customresourcedefinitions"})");
+  auto failing = cluster.apply(widgets);
+  CHECK(failing.exit_code == 2);
+  CHECK(failing.out.find("cannot tell whether kind Widget.example.com exists") != std::string::npos);
 }
 
 TEST_CASE("apply: object_absent of a kind whose CRD is not established yet is already absent") {
