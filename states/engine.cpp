@@ -112,6 +112,9 @@ struct Engine::Impl {
     bool failed = false;
     bool done = false;
     std::string uid;  // of the object as it exists after an object_present
+    // Its namespace did not exist when its pair was read, and the cluster creates an
+    // object of that name in every new namespace: read it when the state runs.
+    bool read_when_run = false;
   };
   // Live objects of one (resource, namespace) pair, read once. The objects point into
   // live_documents (a LIST answer is kept whole, not copied item by item).
@@ -375,6 +378,16 @@ struct Engine::Impl {
     }
   }
 
+  // What kube-controller-manager creates in every namespace, moments after the namespace:
+  // the serviceaccount controller's ServiceAccount `default` and the root-ca-cert-publisher's
+  // ConfigMap `kube-root-ca.crt`. Declared in a namespace this run creates, each is read
+  // when its state runs (after the Namespace), so that kstate updates the controller's
+  // object (or refuses it, without adopt) instead of reporting it created.
+  static bool made_in_every_namespace(const ApiResource& resource, const std::string& name) {
+    return resource.group.empty() && ((resource.kind == "ServiceAccount" && name == "default") ||
+                                      (resource.kind == "ConfigMap" && name == "kube-root-ca.crt"));
+  }
+
   // Whether the declared Namespace `ns` does not exist: read once, by the first caller
   // (the others wait for that read). False when it is not declared, or its GET failed
   // (e.g. 403: kstate cannot tell, so its pairs are read).
@@ -455,6 +468,9 @@ struct Engine::Impl {
     } else if (first.resource->namespaced) {
       const bool absent_namespace = co_await namespace_absent(first.ref.ns);
       if (absent_namespace) {
+        for (std::size_t i : members) {
+          slots[i].read_when_run = !options.test_mode && made_in_every_namespace(*slots[i].resource, slots[i].ref.name);
+        }
         finish_pair_read(key, found, true);
         co_return;
       }
@@ -592,6 +608,7 @@ struct Engine::Impl {
   asio::awaitable<Result<const json::Value*>> live_object(std::size_t index, bool fresh = false) {
     Slot& slot = slots[index];
     const std::string key = live_key(*slot.resource, slot.ref.ns);
+    fresh = fresh || std::exchange(slot.read_when_run, false);
     if (!fresh) {
       auto it = live_sets.find(key);
       if (it != live_sets.end()) {

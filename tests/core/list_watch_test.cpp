@@ -114,7 +114,7 @@ TEST_CASE("ListWatcher re-watches after a drop and relists after 410 without los
 
 TEST_CASE("ListWatcher against the emulator: dropped streams and compaction while objects change",
           "[watch][emulator]") {
-  Emulator emulator;
+  Emulator emulator(kstate::testing::without_namespace_controllers());
   boost::asio::io_context io;
   KubeconfigSources sources;
   sources.kubeconfig_flag = emulator.kubeconfig_path().string();
@@ -215,7 +215,7 @@ TEST_CASE("ListWatcher against the emulator: dropped streams and compaction whil
 
 TEST_CASE("ListWatcher: a watch stream that goes silent hits the idle deadline and is re-watched",
           "[watch][emulator]") {
-  Emulator emulator;
+  Emulator emulator(kstate::testing::without_namespace_controllers());
   boost::asio::io_context io;
   KubeconfigSources sources;
   sources.kubeconfig_flag = emulator.kubeconfig_path().string();

@@ -131,7 +131,7 @@ TEST_CASE("a hanging server: the deadline fires, a GET is retried, a POST is not
 
 TEST_CASE("connections dropped mid-response: reads, apply and dryRun are retried, a create never repeats",
           "[client][faults][emulator]") {
-  Emulator emulator;
+  Emulator emulator(kstate::testing::without_namespace_controllers());
   Session session(emulator, fast_options());
   auto& client = session.dynamic();
   auto resource = configmaps();

@@ -148,7 +148,7 @@ TEST_CASE("DynamicClient watch: ADDED, MODIFIED, DELETED and BOOKMARK events fro
 
 TEST_CASE("DynamicClient watch: initial listing without a resourceVersion, 410 Expired after compaction",
           "[client][watch][emulator]") {
-  Emulator emulator;
+  Emulator emulator(kstate::testing::without_namespace_controllers());
   Session session(emulator);
   auto& client = *session.client->dynamic;
   auto resource = configmaps();

@@ -307,6 +307,48 @@ ApiServer::ApiServer(Options options, Clock clock, std::uint64_t seed)
     json::set_string(metadata, "resourceVersion", std::to_string(store_.next_version()), allocator);
     store_.put(object_key("", "namespaces", "", name), std::make_shared<const Document>(std::move(ns)), "ADDED");
   }
+  for (const char* name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    run_namespace_controllers(name);
+  }
+}
+
+void ApiServer::run_namespace_controllers(const std::string& ns) {
+  if (!options_.namespace_controllers) {
+    return;
+  }
+  auto namespace_object = store_.get(object_key("", "namespaces", "", ns));
+  if (!namespace_object || json::find_path(*namespace_object, {"metadata", "deletionTimestamp"}) != nullptr) {
+    return;  // nothing new goes into a terminating namespace
+  }
+  // As the controllers write: typed creates, so managedFields name kube-controller-manager.
+  Request request;
+  request.method = "POST";
+  request.accept = "application/json";
+  request.content_type = "application/json";
+  request.user_agent = "kube-controller-manager/v" + options_.version + ".0 (linux/amd64) kubernetes/0000000";
+  request.identity = Identity{true, "system:kube-controller-manager", {"system:authenticated"}, true};
+  if (!store_.get(object_key("", "serviceaccounts", ns, "default"))) {
+    request.path = "/api/v1/namespaces/" + ns + "/serviceaccounts";
+    request.body = R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}})";
+    route(request);
+  }
+  if (!options_.root_ca_pem.empty() && !store_.get(object_key("", "configmaps", ns, "kube-root-ca.crt"))) {
+    Document config_map(rapidjson::kObjectType);
+    auto& allocator = config_map.GetAllocator();
+    json::set_string(config_map, "apiVersion", "v1", allocator);
+    json::set_string(config_map, "kind", "ConfigMap", allocator);
+    Value& metadata = json::ensure_object(config_map, "metadata", allocator);
+    json::set_string(metadata, "name", "kube-root-ca.crt", allocator);
+    json::set_string(json::ensure_object(metadata, "annotations", allocator), "kubernetes.io/description",
+                     "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+                     "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+                     "guaranteed across distributions of Kubernetes clusters.",
+                     allocator);
+    json::set_string(json::ensure_object(config_map, "data", allocator), "ca.crt", options_.root_ca_pem, allocator);
+    request.path = "/api/v1/namespaces/" + ns + "/configmaps";
+    request.body = json::dump(config_map);
+    route(request);
+  }
 }
 
 std::string ApiServer::now_rfc3339() const {
@@ -1332,6 +1374,9 @@ void ApiServer::remove_object(const std::string& key, const ObjectPtr& object) {
   std::string crd_name = string_at(final_object, {"metadata", "name"});
   store_.erase(key, std::make_shared<const Document>(std::move(final_object)));
   deletions_pending_ = true;
+  if (key.starts_with("/serviceaccounts/") || key.starts_with("/configmaps/")) {
+    namespace_defaults_removed_ = true;  // the controllers put theirs back (tick)
+  }
   if (is_crd) {
     on_crd_deleted(crd_name);
   }
@@ -1491,10 +1536,14 @@ Response ApiServer::create_object(const Request& request, const Target& target, 
     response = json_response(201, json::dump(body));
   } else {
     bool is_crd = type.group == "apiextensions.k8s.io";
+    bool is_namespace = type.group.empty() && type.plural == "namespaces";
     store_object(key, std::move(body), "ADDED");
     auto stored = store_.get(key);
     if (is_crd) {
       on_crd_stored(*stored);
+    }
+    if (is_namespace) {
+      run_namespace_controllers(name);
     }
     response = json_response(201, json::dump(*stored));
   }
@@ -2214,6 +2263,16 @@ void ApiServer::tick() {
     store_object(key, std::move(updated), "MODIFIED");
   }
 
+  if (namespace_defaults_removed_) {
+    namespace_defaults_removed_ = false;
+    std::vector<std::string> active;
+    for (const auto& [key, object] : store_.range(collection_prefix("", "namespaces"))) {
+      active.push_back(string_at(*object, {"metadata", "name"}));
+    }
+    for (const auto& ns : active) {
+      run_namespace_controllers(ns);
+    }
+  }
   if (!deletions_pending_) {
     return;
   }

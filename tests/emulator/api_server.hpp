@@ -79,6 +79,12 @@ class ApiServer {
     // but with no bound: clients must not rely on seeing it at once (0: at once).
     std::chrono::milliseconds crd_update_delay{0};
     std::chrono::milliseconds namespace_termination_delay{200};
+    // What kube-controller-manager does in every namespace: its serviceaccount
+    // controller creates the ServiceAccount `default`, its root-ca-cert-publisher the
+    // ConfigMap `kube-root-ca.crt` holding this CA (PEM); both are put back when
+    // deleted. Done as the namespace is created (a real cluster takes a few ms more).
+    bool namespace_controllers = true;
+    std::string root_ca_pem;
     std::string server_address = "127.0.0.1:6443";
     // false: /api and /apis ignore the aggregated media types in Accept (legacy JSON when
     // Accept allows it, 406 otherwise), as kube-apiserver before 1.26 does.
@@ -140,6 +146,9 @@ class ApiServer {
   void store_object(const std::string& key, json::Document object, const char* event_type);
   void remove_object(const std::string& key, const ObjectPtr& object);
 
+  // Options::namespace_controllers: creates what is missing of the two in namespace `ns`.
+  void run_namespace_controllers(const std::string& ns);
+
   void on_crd_stored(const json::Value& crd);
   void on_crd_deleted(const std::string& crd_name);
   std::vector<ResourceType> types_of_crd(const json::Value& crd) const;
@@ -165,6 +174,7 @@ class ApiServer {
   // CRD name -> when to serve its stored spec (Options::crd_update_delay).
   std::map<std::string, std::chrono::system_clock::time_point> pending_crd_updates_;
   bool deletions_pending_ = false;
+  bool namespace_defaults_removed_ = false;  // a ServiceAccount or ConfigMap was deleted
   // Periodic compaction: when the last one ran, and the revision to compact to next.
   std::optional<std::chrono::system_clock::time_point> last_compaction_;
   std::uint64_t revision_at_last_compaction_ = 0;

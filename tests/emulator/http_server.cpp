@@ -202,7 +202,8 @@ class Emulator {
         acceptor_(io),
         tick_timer_(io),
         api_(
-            make_api_options(options), [] { return std::chrono::system_clock::now(); }, seed(options)),
+            make_api_options(options, credentials_.ca.certificate_pem), [] { return std::chrono::system_clock::now(); },
+            seed(options)),
         faults_(seed(options) + 1) {
     faults_.set(options.faults);
   }
@@ -327,8 +328,9 @@ class Emulator {
   }
 
  private:
-  static ApiServer::Options make_api_options(const EmulatorOptions& options) {
+  static ApiServer::Options make_api_options(const EmulatorOptions& options, const std::string& ca_pem) {
     ApiServer::Options api_options;
+    api_options.root_ca_pem = ca_pem;
     api_options.version = options.version;
     api_options.aggregated_discovery = options.aggregated_discovery;
     api_options.crd_establish_delay =
@@ -338,6 +340,7 @@ class Emulator {
     // Rounded up to whole milliseconds: a positive interval never becomes 0 ("never").
     api_options.compaction_interval =
         std::chrono::milliseconds(static_cast<long>(std::ceil(options.compaction_interval_seconds * 1000)));
+    api_options.namespace_controllers = options.namespace_controllers;
     return api_options;
   }
   static std::uint64_t seed(const EmulatorOptions& options) {

@@ -26,7 +26,10 @@ struct EmulatorOptions {
   double compaction_interval_seconds = 300;  // kube-apiserver's --etcd-compaction-interval (0: never)
   FaultSettings faults;
   bool aggregated_discovery = true;  // false: behave as a server older than 1.26 (legacy discovery only)
-  std::uint64_t seed = 0;            // 0: random
+  // false: no `default` ServiceAccount or `kube-root-ca.crt` ConfigMap in new namespaces
+  // (a cluster without kube-controller-manager's controllers)
+  bool namespace_controllers = true;
+  std::uint64_t seed = 0;  // 0: random
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.

@@ -1,7 +1,7 @@
 // kstate-emulator: a loopback kube-apiserver for tests and demos.
 //   kstate-emulator --listen 127.0.0.1:0 --kubeconfig-out FILE [--data-dir DIR] [--version 1.31]
 //                   [--crd-establish-delay SECONDS] [--crd-update-delay SECONDS]
-//                   [--compaction-interval SECONDS] [--fault-* ...]
+//                   [--compaction-interval SECONDS] [--no-namespace-controllers] [--fault-* ...]
 // Prints "listening on https://127.0.0.1:PORT" once it accepts connections.
 #include <CLI/CLI.hpp>
 
@@ -34,10 +34,15 @@ int main(int argc, char** argv) {
   bool no_aggregated_discovery = false;
   app.add_flag("--no-aggregated-discovery", no_aggregated_discovery,
                "serve legacy discovery only, as kube-apiserver before 1.26 (406 when Accept allows nothing else)");
+  bool no_namespace_controllers = false;
+  app.add_flag("--no-namespace-controllers", no_namespace_controllers,
+               "do not create the ServiceAccount `default` and the ConfigMap `kube-root-ca.crt` in each namespace, "
+               "as kube-controller-manager does");
   app.add_option("--seed", options.seed, "random seed (uids, generated names, fault rolls)");
   CLI11_PARSE(app, argc, argv);
   options.kubeconfig_out = kubeconfig;
   options.aggregated_discovery = !no_aggregated_discovery;
+  options.namespace_controllers = !no_namespace_controllers;
   if (!data_dir.empty()) {
     options.data_dir = data_dir;
   }

@@ -121,14 +121,14 @@ TEST_CASE("prune keeps a Namespace or CRD holding objects kstate does not manage
   REQUIRE(cluster.apply({"--prune"}).exit_code == 0);
 
   // Objects kstate never applied: a ConfigMap and a Widget of someone else's, and the
-  // `default` ServiceAccount a real cluster puts in every namespace (which must not
-  // keep an otherwise empty namespace alive).
+  // `default` ServiceAccount and `kube-root-ca.crt` ConfigMap that kube-controller-manager
+  // puts in every namespace (which must not keep an otherwise empty namespace alive).
   cluster.create("/api/v1/namespaces/team/configmaps",
                  R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"foreign"},"data":{"x":"y"}})");
   cluster.create("/apis/example.com/v1/namespaces/default/widgets",
                  R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"foreign-widget"}})");
-  cluster.create("/api/v1/namespaces/team/serviceaccounts",
-                 R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}})");
+  REQUIRE(cluster.exists("/api/v1/namespaces/team/serviceaccounts/default"));
+  REQUIRE(cluster.exists("/api/v1/namespaces/team/configmaps/kube-root-ca.crt"));
 
   for (const char* file : {"00-namespace.yaml", "01-crd.yaml", "10-app.yaml", "20-widget.yaml"}) {
     cluster.erase(file);

@@ -225,3 +225,50 @@ TEST_CASE("with the LIST of Namespaces refused, whether a declared namespace exi
   CHECK(first.out.find("-  color: red") != std::string::npos);
   CHECK(cluster.lists_per_namespace("configmaps") == 1);
 }
+
+TEST_CASE("the `default` ServiceAccount declared in a new namespace is read once the namespace exists") {
+  // kube-controller-manager creates ServiceAccount `default` (and ConfigMap
+  // `kube-root-ca.crt`) in each new namespace, a moment after it is created: declaring
+  // `default` to add imagePullSecrets is common. The other objects of a namespace that did
+  // not exist are not read, but that one is, once kstate has created the namespace.
+  Cluster cluster;
+  const auto dir = cluster.work.path() / "manifests";
+  write_file(dir / "team-d.yaml",
+             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-d\n---\n"
+             "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n  namespace: team-d\n"
+             "imagePullSecrets:\n  - name: registry\n---\n"
+             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-d\ndata:\n  color: blue\n");
+
+  SECTION("taken over (adopt, the default): updated, not created") {
+    auto first = cluster.apply();
+    CHECK(first.exit_code == 0);
+    CHECK(cluster.queries_of("/api/v1/namespaces/team-d/serviceaccounts/default").size() == 1);
+    CHECK(cluster.queries_of("/api/v1/namespaces/team-d/configmaps").empty());
+    CHECK(cluster.queries_of("/api/v1/namespaces/team-d/configmaps/app").empty());
+    CHECK(occurrences(first.out, "Comment: created") == 2);  // the Namespace and the ConfigMap
+    CHECK(occurrences(first.out, "Comment: updated") == 1);  // the ServiceAccount
+    CHECK(first.out.find("+  - name: registry") != std::string::npos);
+    CHECK(cluster.label("/api/v1/namespaces/team-d/serviceaccounts/default", part_of) != "");
+  }
+  SECTION("with --no-adopt: left to kube-controller-manager, and the state says so") {
+    auto first = kstate::testing::run_process({KSTATE_BINARY, "apply", dir.string(), "--no-adopt", "--kubeconfig",
+                                               cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                               (cluster.work.path() / "cache").string()});
+    INFO(first.out << first.err);
+    CHECK(first.exit_code != 0);
+    CHECK(first.out.find("ServiceAccount/team-d/default already exists and is not managed by kstate") !=
+          std::string::npos);
+    CHECK(cluster.label("/api/v1/namespaces/team-d/serviceaccounts/default", part_of) == "");
+    CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-d/configmaps/app").status == 200);
+
+    // Never kstate's, so never pruned: not even the entry recorded before the writes.
+    write_file(dir / "team-d.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-d\n");
+    auto pruned = kstate::testing::run_process({KSTATE_BINARY, "apply", dir.string(), "--prune", "--no-adopt",
+                                                "--kubeconfig", cluster.emulator.kubeconfig_path().string(),
+                                                "--cache-dir", (cluster.work.path() / "cache").string()});
+    INFO(pruned.out << pruned.err);
+    CHECK(pruned.exit_code == 0);
+    CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-d/configmaps/app").status == 404);
+    CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-d/serviceaccounts/default").status == 200);
+  }
+}

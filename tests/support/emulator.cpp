@@ -84,6 +84,9 @@ void Emulator::start() {
   if (!options_.version.empty()) {
     argv.insert(argv.end(), {"--version", options_.version});
   }
+  if (!options_.namespace_controllers) {
+    argv.emplace_back("--no-namespace-controllers");
+  }
   argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   process_ = std::make_unique<BackgroundProcess>(argv);
   auto line = process_->read_line(std::chrono::duration_cast<std::chrono::milliseconds>(kStartTimeout));

@@ -32,7 +32,16 @@ struct EmulatorOptions {
   std::vector<std::string> extra_args;  // passed through, e.g. {"--fault-latency-ms", "50"}
   std::string version;                  // --version (empty: the emulator's default, 1.31)
   double crd_establish_delay_seconds = 0.2;
+  // false: --no-namespace-controllers (no `default` ServiceAccount or `kube-root-ca.crt`
+  // ConfigMap in each namespace), for tests that count every object of a collection
+  bool namespace_controllers = true;
 };
+// For tests that count every object of a collection they fill.
+inline EmulatorOptions without_namespace_controllers() {
+  EmulatorOptions options;
+  options.namespace_controllers = false;
+  return options;
+}
 
 struct HttpReply {
   int status = 0;  // 0 when the connection failed

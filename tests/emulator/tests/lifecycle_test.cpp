@@ -129,6 +129,52 @@ TEST_CASE("deleting a namespace terminates it: creates into it are 403, its cont
   CHECK(h.get("/api/v1/namespaces/team").status == 404);
 }
 
+TEST_CASE("every namespace gets kube-controller-manager's ServiceAccount `default` and ConfigMap `kube-root-ca.crt`") {
+  ApiServer::Options options;
+  options.root_ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  Harness h(options);
+  const std::string sa = "/api/v1/namespaces/team/serviceaccounts/default";
+  const std::string ca = "/api/v1/namespaces/team/configmaps/kube-root-ca.crt";
+  for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    CHECK(h.get("/api/v1/namespaces/" + std::string(ns) + "/serviceaccounts/default").status == 200);
+    CHECK(h.get("/api/v1/namespaces/" + std::string(ns) + "/configmaps/kube-root-ca.crt").status == 200);
+  }
+  const std::string team = R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team"}})";
+  REQUIRE(h.post("/api/v1/namespaces?dryRun=All", team).status == 201);
+  CHECK(h.get(sa).status == 404);  // nothing for a dry run
+  REQUIRE(h.post("/api/v1/namespaces", team).status == 201);
+  auto account = parse(h.get(sa));
+  CHECK(str(account, {"kind"}) == "ServiceAccount");
+  auto bundle = parse(h.get(ca));
+  CHECK(str(bundle, {"data", "ca.crt"}) == options.root_ca_pem);
+  CHECK(str(bundle, {"metadata", "annotations", "kubernetes.io/description"}).find("CA bundle") != std::string::npos);
+  CHECK(str((*json::find_path(bundle, {"metadata", "managedFields"}))[0], {"manager"}) == "kube-controller-manager");
+
+  // Deleted, they come back (as the controllers put them back).
+  const std::string old_uid = str(account, {"metadata", "uid"});
+  REQUIRE(h.del(sa).status == 200);
+  REQUIRE(h.del(ca).status == 200);
+  h.clock->advance(std::chrono::milliseconds(50));
+  h.api.tick();
+  CHECK(str(parse(h.get(sa)), {"metadata", "uid"}) != old_uid);
+  CHECK(h.get(ca).status == 200);
+
+  // A terminating namespace gets nothing back, and goes.
+  REQUIRE(h.del("/api/v1/namespaces/team").status == 200);
+  settle(h);
+  CHECK(h.get(sa).status == 404);
+  CHECK(h.get(ca).status == 404);
+  CHECK(h.get("/api/v1/namespaces/team").status == 404);
+
+  // Without those controllers: nothing.
+  options.namespace_controllers = false;
+  Harness bare(options);
+  REQUIRE(bare.post("/api/v1/namespaces", team).status == 201);
+  CHECK(bare.get(sa).status == 404);
+  CHECK(bare.get(ca).status == 404);
+  CHECK(bare.get("/api/v1/namespaces/default/serviceaccounts/default").status == 404);
+}
+
 TEST_CASE("ownerReferences: background deletion collects dependents, orphan keeps them, foreground waits for them") {
   Harness h;
   auto owner_uid = [&](const std::string& name) {
