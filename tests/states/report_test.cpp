@@ -114,3 +114,23 @@ TEST_CASE("junit report is well-formed XML with failures and pending changes vis
   CHECK(std::system(command.c_str()) == 0);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("a text report larger than its write buffer arrives whole and in order") {
+  states::RunReport report;
+  const std::string diff_line = "+data: " + std::string(1000, 'x') + "\n";
+  for (int i = 0; i < 3000; ++i) {
+    std::string id = "state-" + std::to_string(i);
+    report.results.push_back(make(id.c_str(), true, "created", diff_line.c_str()));
+  }
+  std::ostringstream out;
+  states::write_text(out, report);
+  const std::string text = out.str();
+  CHECK(text.size() > std::size_t{3} << 20);
+  std::size_t at = 0;
+  for (int i = 0; i < 3000; ++i) {
+    at = text.find("          ID: state-" + std::to_string(i) + "\n", at);
+    REQUIRE(at != std::string::npos);
+  }
+  CHECK(text.find("Succeeded: 3000 (changed=3000)\nFailed: 0\n", at) != std::string::npos);
+  CHECK(text.ends_with(" s\n"));
+}
