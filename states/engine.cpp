@@ -36,6 +36,9 @@ using manifests::Strategy;
 constexpr const char* state_id_label = "kstate.io/state-id";
 constexpr int replace_conflict_retries = 5;
 constexpr int apply_conflict_attempts = 8;
+// How long an object_updated waits for an object kube-controller-manager makes in each
+// new namespace (ServiceAccount `default`, ConfigMap `kube-root-ca.crt`).
+constexpr std::chrono::milliseconds made_by_the_cluster_timeout{30000};
 
 std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
   return std::string(json::string_or(json::find_path(object, path), ""));
@@ -112,9 +115,14 @@ struct Engine::Impl {
     bool failed = false;
     bool done = false;
     std::string uid;  // of the object as it exists after an object_present
-    // Its namespace did not exist when its pair was read, and the cluster creates an
-    // object of that name in every new namespace: read it when the state runs.
+    // Read it with a GET when the state runs, not from its pair: its namespace did not
+    // exist when the pair was read, and the cluster makes an object of its name in every
+    // new namespace; or a create found it made meanwhile.
     bool read_when_run = false;
+    // kube-controller-manager makes it in the namespace this run creates (see
+    // made_in_every_namespace): an object_updated waits for it.
+    bool made_by_the_cluster = false;
+    bool create_raced = false;  // a create of it was answered 409 AlreadyExists
   };
   // Live objects of one (resource, namespace) pair, read once. The objects point into
   // live_documents (a LIST answer is kept whole, not copied item by item).
@@ -469,7 +477,8 @@ struct Engine::Impl {
       const bool absent_namespace = co_await namespace_absent(first.ref.ns);
       if (absent_namespace) {
         for (std::size_t i : members) {
-          slots[i].read_when_run = !options.test_mode && made_in_every_namespace(*slots[i].resource, slots[i].ref.name);
+          slots[i].made_by_the_cluster = made_in_every_namespace(*slots[i].resource, slots[i].ref.name);
+          slots[i].read_when_run = slots[i].made_by_the_cluster;
         }
         finish_pair_read(key, found, true);
         co_return;
@@ -608,17 +617,19 @@ struct Engine::Impl {
   asio::awaitable<Result<const json::Value*>> live_object(std::size_t index, bool fresh = false) {
     Slot& slot = slots[index];
     const std::string key = live_key(*slot.resource, slot.ref.ns);
-    fresh = fresh || std::exchange(slot.read_when_run, false);
     if (!fresh) {
       auto it = live_sets.find(key);
       if (it != live_sets.end()) {
         co_await read_finished(it->second);
       }
-      if (it != live_sets.end() && it->second.phase == LiveSet::Phase::read) {
+      // (after the wait: the pair's read may have found its namespace absent meanwhile)
+      fresh = slot.read_when_run;
+      if (!fresh && it != live_sets.end() && it->second.phase == LiveSet::Phase::read) {
         auto object = it->second.objects.find(slot.ref.name);
         co_return object == it->second.objects.end() ? &absent_object : object->second;
       }
     }
+    slot.read_when_run = false;
     auto got = co_await read(slot);
     if (!got.ok() && got.error().kind == ErrorKind::not_found) {
       co_return &absent_object;
@@ -1001,6 +1012,11 @@ struct Engine::Impl {
     std::string why = "server validation skipped because namespace " + slot.ref.ns + " does not exist yet";
     if (state.function == Function::object_absent) {
       succeed(index, "already absent (namespace " + slot.ref.ns + " does not exist yet)");
+    } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0 &&
+               made_in_every_namespace(*slot.resource, slot.ref.name)) {
+      json::Document desired = desired_object(index, false);
+      changed(index, "updated", object_diff(json::Value(), desired, diff_label(slot.ref)));
+      slot.result.comment = "would be updated once kube-controller-manager makes it in the new namespace; " + why;
     } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0) {
       fail(index, slot.ref.display() + " does not exist (namespace " + slot.ref.ns + " does not exist yet)");
     } else if (state.function == Function::object_updated) {
@@ -1305,6 +1321,16 @@ struct Engine::Impl {
     }
     if (!written.ok() && is_immutable_field_error(written.error())) {
       co_await immutable(index, written.error(), *live);
+      co_return;
+    }
+    if (!written.ok() && written.error().kind == ErrorKind::already_exists && !slot.ref.name.empty() &&
+        !slot.create_raced) {
+      // Made by someone else since it was read (e.g. kube-controller-manager's `default`
+      // ServiceAccount in a new namespace): read it, and decide again as for any object
+      // that exists (adopt, create-only, replace).
+      slot.create_raced = true;
+      slot.read_when_run = true;
+      co_await present(index);
       co_return;
     }
     if (!written.ok()) {
@@ -1699,11 +1725,20 @@ struct Engine::Impl {
       fail(index, got.error().describe());
       co_return;
     }
-    const json::Value& live = **got;
-    if (live.IsNull() && options.test_mode && pending_objects.count(slot.ref.display()) > 0) {
+    const json::Value* found = *got;
+    if (found->IsNull() && options.test_mode && pending_objects.count(slot.ref.display()) > 0) {
       would_update_created(index);
       co_return;
     }
+    if (found->IsNull() && slot.made_by_the_cluster && !options.test_mode) {
+      auto made = co_await made_by_the_cluster(index);
+      if (!made.ok()) {
+        fail(index, made.error().describe());
+        co_return;
+      }
+      found = *made;
+    }
+    const json::Value& live = *found;
     if (live.IsNull()) {
       fail(index, slot.ref.display() + " does not exist");
       co_return;
@@ -1732,6 +1767,29 @@ struct Engine::Impl {
       changed(index, "updated", diff);
     }
     co_await after_update(index, *written);
+  }
+
+  // object_updated of an object kube-controller-manager makes in the namespace this run
+  // created: it comes a moment after the namespace (typically 5-100 ms), so it is waited
+  // for (watched, else polled) up to made_by_the_cluster_timeout, not reported missing.
+  asio::awaitable<Result<const json::Value*>> made_by_the_cluster(std::size_t index) {
+    manifests::Wait policy;
+    policy.enabled = true;
+    WaitDefaults defaults;
+    defaults.timeout = made_by_the_cluster_timeout;
+    defaults.initial_delay = std::chrono::milliseconds(50);
+    defaults.max_delay = std::chrono::milliseconds(1000);
+    const Checker exists = [](const json::Value* object) {
+      return object != nullptr ? ReadinessCheck{Readiness::ready, ""}
+                               : ReadinessCheck{Readiness::not_ready,
+                                                "kube-controller-manager makes it in each new namespace, and has "
+                                                "not yet"};
+    };
+    auto waited = co_await wait_until(index, nullptr, exists, policy, defaults, "made");
+    if (!waited.ok()) {
+      co_return Error(waited.error().kind, slots[index].ref.display() + " does not exist: " + waited.error().message);
+    }
+    co_return co_await live_object(index, true);
   }
 
   // object_updated with `strategy: apply`: server-side apply of the fields the state

@@ -312,6 +312,13 @@ ApiServer::ApiServer(Options options, Clock clock, std::uint64_t seed)
   }
 }
 
+namespace {
+const char* const root_ca_description =
+    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the "
+    "internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes "
+    "clusters.";
+}  // namespace
+
 void ApiServer::run_namespace_controllers(const std::string& ns) {
   if (!options_.namespace_controllers) {
     return;
@@ -332,7 +339,29 @@ void ApiServer::run_namespace_controllers(const std::string& ns) {
     request.body = R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}})";
     route(request);
   }
-  if (!options_.root_ca_pem.empty() && !store_.get(object_key("", "configmaps", ns, "kube-root-ca.crt"))) {
+  const std::string bundle_key = object_key("", "configmaps", ns, "kube-root-ca.crt");
+  auto bundle = store_.get(bundle_key);
+  if (!options_.root_ca_pem.empty() && bundle) {
+    // The publisher puts its data back (and its description), keeping the rest.
+    const Value* data = json::find(*bundle, "data");
+    const bool intact = data != nullptr && data->IsObject() && data->MemberCount() == 1 &&
+                        string_at(*data, {"ca.crt"}) == options_.root_ca_pem &&
+                        !string_at(*bundle, {"metadata", "annotations", "kubernetes.io/description"}).empty();
+    if (!intact) {
+      Document reset = json::copy(*bundle);
+      auto& allocator = reset.GetAllocator();
+      Value fresh_data(rapidjson::kObjectType);
+      json::set_string(fresh_data, "ca.crt", options_.root_ca_pem, allocator);
+      json::set(reset, "data", std::move(fresh_data), allocator);
+      reset.RemoveMember("binaryData");
+      json::set_string(json::ensure_object(json::ensure_object(reset, "metadata", allocator), "annotations", allocator),
+                       "kubernetes.io/description", root_ca_description, allocator);
+      request.method = "PUT";
+      request.path = "/api/v1/namespaces/" + ns + "/configmaps/kube-root-ca.crt";
+      request.body = json::dump(reset);
+      route(request);
+    }
+  } else if (!options_.root_ca_pem.empty()) {
     Document config_map(rapidjson::kObjectType);
     auto& allocator = config_map.GetAllocator();
     json::set_string(config_map, "apiVersion", "v1", allocator);
@@ -340,10 +369,7 @@ void ApiServer::run_namespace_controllers(const std::string& ns) {
     Value& metadata = json::ensure_object(config_map, "metadata", allocator);
     json::set_string(metadata, "name", "kube-root-ca.crt", allocator);
     json::set_string(json::ensure_object(metadata, "annotations", allocator), "kubernetes.io/description",
-                     "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
-                     "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
-                     "guaranteed across distributions of Kubernetes clusters.",
-                     allocator);
+                     root_ca_description, allocator);
     json::set_string(json::ensure_object(config_map, "data", allocator), "ca.crt", options_.root_ca_pem, allocator);
     request.path = "/api/v1/namespaces/" + ns + "/configmaps";
     request.body = json::dump(config_map);
@@ -1542,8 +1568,10 @@ Response ApiServer::create_object(const Request& request, const Target& target, 
     if (is_crd) {
       on_crd_stored(*stored);
     }
-    if (is_namespace) {
+    if (is_namespace && options_.namespace_controllers_delay.count() == 0) {
       run_namespace_controllers(name);
+    } else if (is_namespace) {
+      pending_namespace_controllers_[name] = clock_() + options_.namespace_controllers_delay;
     }
     response = json_response(201, json::dump(*stored));
   }
@@ -1701,6 +1729,10 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
     response = json_response(200, json::dump(*final_object));
   } else {
     bool is_crd = type.group == "apiextensions.k8s.io";
+    if (type.group.empty() && type.plural == "configmaps" && target.name == "kube-root-ca.crt" &&
+        manager != "kube-controller-manager") {
+      namespace_defaults_removed_ = true;  // the publisher looks at it on the next tick
+    }
     store_object(key, std::move(updated), "MODIFIED");
     auto stored = store_.get(key);
     if (is_crd) {
@@ -2263,6 +2295,15 @@ void ApiServer::tick() {
     store_object(key, std::move(updated), "MODIFIED");
   }
 
+  for (auto it = pending_namespace_controllers_.begin(); it != pending_namespace_controllers_.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    std::string ns = it->first;
+    it = pending_namespace_controllers_.erase(it);
+    run_namespace_controllers(ns);
+  }
   if (namespace_defaults_removed_) {
     namespace_defaults_removed_ = false;
     std::vector<std::string> active;

@@ -82,8 +82,11 @@ class ApiServer {
     // What kube-controller-manager does in every namespace: its serviceaccount
     // controller creates the ServiceAccount `default`, its root-ca-cert-publisher the
     // ConfigMap `kube-root-ca.crt` holding this CA (PEM); both are put back when
-    // deleted. Done as the namespace is created (a real cluster takes a few ms more).
+    // deleted, and the ConfigMap's data when changed. A real cluster does it from its
+    // informers, typically 5-100 ms after the namespace is created: the delay, 0 for
+    // at once (before the namespace's create is answered), else on the first tick after it.
     bool namespace_controllers = true;
+    std::chrono::milliseconds namespace_controllers_delay{0};
     std::string root_ca_pem;
     std::string server_address = "127.0.0.1:6443";
     // false: /api and /apis ignore the aggregated media types in Accept (legacy JSON when
@@ -117,6 +120,9 @@ class ApiServer {
   const Catalog& catalog() const { return catalog_; }
   // Re-derives catalog entries from stored CRDs (after a restore from disk).
   void reload_custom_resources();
+  // The namespace controllers look at every namespace on the next tick (after a restore
+  // from disk, as kube-controller-manager syncs them all when it starts).
+  void resync_namespace_controllers() { namespace_defaults_removed_ = true; }
 
   std::string now_rfc3339() const;
 
@@ -174,7 +180,9 @@ class ApiServer {
   // CRD name -> when to serve its stored spec (Options::crd_update_delay).
   std::map<std::string, std::chrono::system_clock::time_point> pending_crd_updates_;
   bool deletions_pending_ = false;
-  bool namespace_defaults_removed_ = false;  // a ServiceAccount or ConfigMap was deleted
+  bool namespace_defaults_removed_ = false;  // a ServiceAccount or ConfigMap was deleted, or a kube-root-ca.crt changed
+  // Namespace -> when its controllers run (Options::namespace_controllers_delay).
+  std::map<std::string, std::chrono::system_clock::time_point> pending_namespace_controllers_;
   // Periodic compaction: when the last one ran, and the revision to compact to next.
   std::optional<std::chrono::system_clock::time_point> last_compaction_;
   std::uint64_t revision_at_last_compaction_ = 0;

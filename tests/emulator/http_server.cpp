@@ -262,6 +262,7 @@ class Emulator {
         api_.store().replay(*journal);
       }
       api_.reload_custom_resources();
+      api_.resync_namespace_controllers();
       if (auto opened = journal_.open(*options_.data_dir / "journal.jsonl"); !opened.ok()) {
         return opened;
       }
@@ -341,6 +342,8 @@ class Emulator {
     api_options.compaction_interval =
         std::chrono::milliseconds(static_cast<long>(std::ceil(options.compaction_interval_seconds * 1000)));
     api_options.namespace_controllers = options.namespace_controllers;
+    api_options.namespace_controllers_delay =
+        std::chrono::milliseconds(static_cast<long>(std::ceil(options.namespace_controllers_delay_seconds * 1000)));
     return api_options;
   }
   static std::uint64_t seed(const EmulatorOptions& options) {

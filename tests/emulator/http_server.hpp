@@ -29,7 +29,8 @@ struct EmulatorOptions {
   // false: no `default` ServiceAccount or `kube-root-ca.crt` ConfigMap in new namespaces
   // (a cluster without kube-controller-manager's controllers)
   bool namespace_controllers = true;
-  std::uint64_t seed = 0;  // 0: random
+  double namespace_controllers_delay_seconds = 0;  // 0: at once, before the namespace's create is answered
+  std::uint64_t seed = 0;                          // 0: random
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.

@@ -1,7 +1,8 @@
 // kstate-emulator: a loopback kube-apiserver for tests and demos.
 //   kstate-emulator --listen 127.0.0.1:0 --kubeconfig-out FILE [--data-dir DIR] [--version 1.31]
 //                   [--crd-establish-delay SECONDS] [--crd-update-delay SECONDS]
-//                   [--compaction-interval SECONDS] [--no-namespace-controllers] [--fault-* ...]
+//                   [--compaction-interval SECONDS] [--no-namespace-controllers] [--namespace-controllers-delay
+//                   SECONDS] [--fault-* ...]
 // Prints "listening on https://127.0.0.1:PORT" once it accepts connections.
 #include <CLI/CLI.hpp>
 
@@ -38,6 +39,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-namespace-controllers", no_namespace_controllers,
                "do not create the ServiceAccount `default` and the ConfigMap `kube-root-ca.crt` in each namespace, "
                "as kube-controller-manager does");
+  app.add_option("--namespace-controllers-delay", options.namespace_controllers_delay_seconds,
+                 "seconds after a namespace is created before those two are made in it (a real cluster: 0.005-0.1; "
+                 "default 0: at once, before the namespace's create is answered)")
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--seed", options.seed, "random seed (uids, generated names, fault rolls)");
   CLI11_PARSE(app, argc, argv);
   options.kubeconfig_out = kubeconfig;

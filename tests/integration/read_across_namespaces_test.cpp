@@ -38,6 +38,8 @@ void write_manifests(const std::filesystem::path& dir) {
 }
 
 struct Cluster {
+  Cluster() = default;
+  explicit Cluster(kstate::testing::EmulatorOptions options) : emulator(std::move(options)) {}
   Emulator emulator;
   TempDir work{"kstate-read"};
 
@@ -226,49 +228,126 @@ TEST_CASE("with the LIST of Namespaces refused, whether a declared namespace exi
   CHECK(cluster.lists_per_namespace("configmaps") == 1);
 }
 
-TEST_CASE("the `default` ServiceAccount declared in a new namespace is read once the namespace exists") {
-  // kube-controller-manager creates ServiceAccount `default` (and ConfigMap
-  // `kube-root-ca.crt`) in each new namespace, a moment after it is created: declaring
-  // `default` to add imagePullSecrets is common. The other objects of a namespace that did
-  // not exist are not read, but that one is, once kstate has created the namespace.
-  Cluster cluster;
+// kube-controller-manager makes ServiceAccount `default` and ConfigMap `kube-root-ca.crt`
+// in each new namespace, a moment after it is created; declaring `default` (e.g. to add
+// imagePullSecrets) is common. The other objects of a namespace that did not exist are
+// not read, but those two are, once kstate has created the namespace; and whichever of
+// kstate and the controller makes it first, the outcome is a clean one.
+const char* const team_d_namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-d\n";
+std::string default_account(const std::string& annotations = "") {
+  return std::string("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n  namespace: team-d\n") +
+         (annotations.empty() ? "" : "  annotations: {" + annotations + "}\n") +
+         "imagePullSecrets:\n  - name: registry\n";
+}
+const char* const team_d_config_map =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-d\ndata:\n  color: blue\n";
+const std::string default_account_path = "/api/v1/namespaces/team-d/serviceaccounts/default";
+
+ProcessResult run_kstate(Cluster& cluster, const std::string& command, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{KSTATE_BINARY, command, (cluster.work.path() / "manifests").string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.insert(argv.end(), {"--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                           (cluster.work.path() / "cache").string()});
+  auto result = kstate::testing::run_process(argv);
+  UNSCOPED_INFO("kstate " << command << " exit " << result.exit_code << "\nstdout:\n"
+                          << result.out << "\nstderr:\n"
+                          << result.err);
+  return result;
+}
+
+std::string uid_of(Cluster& cluster, const std::string& path) {
+  auto reply = cluster.emulator.request("GET", path);
+  REQUIRE(reply.status == 200);
+  auto object = json::parse(reply.body);
+  REQUIRE(object.ok());
+  return std::string(json::string_or(json::find_path(*object, {"metadata", "uid"}), ""));
+}
+
+TEST_CASE("the `default` ServiceAccount declared in a new namespace, made by kube-controller-manager first") {
+  Cluster cluster;  // the emulator's controllers make it as the namespace is created
   const auto dir = cluster.work.path() / "manifests";
   write_file(dir / "team-d.yaml",
-             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-d\n---\n"
-             "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n  namespace: team-d\n"
-             "imagePullSecrets:\n  - name: registry\n---\n"
-             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-d\ndata:\n  color: blue\n");
+             std::string(team_d_namespace) + "---\n" + default_account() + "---\n" + team_d_config_map);
 
-  SECTION("taken over (adopt, the default): updated, not created") {
+  SECTION("taken over (adopt, the default): read once the namespace exists, updated, not created") {
     auto first = cluster.apply();
     CHECK(first.exit_code == 0);
-    CHECK(cluster.queries_of("/api/v1/namespaces/team-d/serviceaccounts/default").size() == 1);
+    CHECK(cluster.queries_of(default_account_path).size() == 1);
     CHECK(cluster.queries_of("/api/v1/namespaces/team-d/configmaps").empty());
     CHECK(cluster.queries_of("/api/v1/namespaces/team-d/configmaps/app").empty());
     CHECK(occurrences(first.out, "Comment: created") == 2);  // the Namespace and the ConfigMap
     CHECK(occurrences(first.out, "Comment: updated") == 1);  // the ServiceAccount
     CHECK(first.out.find("+  - name: registry") != std::string::npos);
-    CHECK(cluster.label("/api/v1/namespaces/team-d/serviceaccounts/default", part_of) != "");
+    CHECK(cluster.label(default_account_path, part_of) != "");
   }
-  SECTION("with --no-adopt: left to kube-controller-manager, and the state says so") {
-    auto first = kstate::testing::run_process({KSTATE_BINARY, "apply", dir.string(), "--no-adopt", "--kubeconfig",
-                                               cluster.emulator.kubeconfig_path().string(), "--cache-dir",
-                                               (cluster.work.path() / "cache").string()});
-    INFO(first.out << first.err);
+  SECTION("with --no-adopt: left to kube-controller-manager, the state says so, and prune never deletes it") {
+    auto first = run_kstate(cluster, "apply", {"--no-adopt"});
     CHECK(first.exit_code != 0);
     CHECK(first.out.find("ServiceAccount/team-d/default already exists and is not managed by kstate") !=
           std::string::npos);
-    CHECK(cluster.label("/api/v1/namespaces/team-d/serviceaccounts/default", part_of) == "");
+    CHECK(cluster.label(default_account_path, part_of) == "");
     CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-d/configmaps/app").status == 200);
+    const std::string account_uid = uid_of(cluster, default_account_path);
 
-    // Never kstate's, so never pruned: not even the entry recorded before the writes.
-    write_file(dir / "team-d.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-d\n");
-    auto pruned = kstate::testing::run_process({KSTATE_BINARY, "apply", dir.string(), "--prune", "--no-adopt",
-                                                "--kubeconfig", cluster.emulator.kubeconfig_path().string(),
-                                                "--cache-dir", (cluster.work.path() / "cache").string()});
-    INFO(pruned.out << pruned.err);
+    // Not even the entry recorded before the writes makes it kstate's.
+    write_file(dir / "team-d.yaml", team_d_namespace);
+    cluster.emulator.reset_request_log();
+    auto pruned = run_kstate(cluster, "apply", {"--prune", "--no-adopt"});
     CHECK(pruned.exit_code == 0);
     CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-d/configmaps/app").status == 404);
-    CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-d/serviceaccounts/default").status == 200);
+    CHECK(cluster.emulator.count_requests("DELETE", default_account_path) == 0);
+    CHECK(uid_of(cluster, default_account_path) == account_uid);
+  }
+}
+
+TEST_CASE(
+    "the `default` ServiceAccount declared in a new namespace, made by kube-controller-manager after kstate "
+    "read it") {
+  // As on a real cluster, where the controller takes 5-100 ms: here 300 ms.
+  kstate::testing::EmulatorOptions options;
+  options.extra_args = {"--namespace-controllers-delay", "0.3"};
+  Cluster cluster(options);
+  const auto dir = cluster.work.path() / "manifests";
+
+  SECTION("object_present: kstate makes it (the controller then leaves it be)") {
+    write_file(dir / "team-d.yaml", std::string(team_d_namespace) + "---\n" + default_account());
+    auto first = cluster.apply();
+    CHECK(first.exit_code == 0);
+    CHECK(occurrences(first.out, "Comment: created") == 2);
+    CHECK(cluster.label(default_account_path, part_of) != "");
+  }
+  SECTION("create-only, the controller making it while kstate's create is on its way: kept as it is") {
+    write_file(dir / "team-d.yaml",
+               std::string(team_d_namespace) + "---\n" + default_account("kstate.io/strategy: create-only"));
+    // kstate's create waits 600 ms at the server, in which the controller makes it.
+    cluster.emulator.set_faults(
+        R"({"latencyMs":600,"method":"POST","path":"/api/v1/namespaces/team-d/serviceaccounts"})");
+    auto first = cluster.apply();
+    CHECK(first.exit_code == 0);
+    CHECK(cluster.emulator.count_requests("POST", "/api/v1/namespaces/team-d/serviceaccounts") == 1);
+    CHECK(first.out.find("already exists (create-only: never updated)") != std::string::npos);
+    CHECK(first.out.find("Failed: 0") != std::string::npos);
+    CHECK(cluster.label(default_account_path, part_of) == "");
+  }
+  SECTION("object_updated: waits for the controller's object, then updates it") {
+    write_file(dir / "team-d.yaml",
+               std::string(team_d_namespace) + "---\n" + default_account("kstate.io/state: updated"));
+    auto first = cluster.apply();
+    CHECK(first.exit_code == 0);
+    CHECK(occurrences(first.out, "Comment: updated") == 1);
+    auto account = cluster.emulator.request("GET", default_account_path);
+    REQUIRE(account.status == 200);
+    CHECK(account.body.find("registry") != std::string::npos);
+
+    // And test mode, on a namespace that does not exist: a pending update, not a failure.
+    write_file(dir / "team-d.yaml", std::string("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-e\n") +
+                                        "---\n" +
+                                        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n"
+                                        "  namespace: team-e\n  annotations: {kstate.io/state: updated}\n"
+                                        "imagePullSecrets:\n  - name: registry\n");
+    auto tested = run_kstate(cluster, "test");
+    CHECK(tested.exit_code == 1);  // changes pending
+    CHECK(tested.out.find("would be updated once kube-controller-manager makes it in the new namespace") !=
+          std::string::npos);
   }
 }

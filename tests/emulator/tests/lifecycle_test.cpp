@@ -145,26 +145,56 @@ TEST_CASE("every namespace gets kube-controller-manager's ServiceAccount `defaul
   REQUIRE(h.post("/api/v1/namespaces", team).status == 201);
   auto account = parse(h.get(sa));
   CHECK(str(account, {"kind"}) == "ServiceAccount");
+  CHECK(json::find_path(account, {"metadata", "managedFields"}) == nullptr);  // no field of its own
   auto bundle = parse(h.get(ca));
   CHECK(str(bundle, {"data", "ca.crt"}) == options.root_ca_pem);
   CHECK(str(bundle, {"metadata", "annotations", "kubernetes.io/description"}).find("CA bundle") != std::string::npos);
-  CHECK(str((*json::find_path(bundle, {"metadata", "managedFields"}))[0], {"manager"}) == "kube-controller-manager");
+  const json::Value* managed = json::find_path(bundle, {"metadata", "managedFields"});
+  REQUIRE(managed != nullptr);
+  REQUIRE(managed->IsArray());
+  REQUIRE(managed->Size() == 1);
+  CHECK(str((*managed)[0], {"manager"}) == "kube-controller-manager");
 
-  // Deleted, they come back (as the controllers put them back).
+  // Deleted, they come back; the bundle's data changed by someone else is put back, the
+  // rest of what they changed is kept (as the root-ca-cert-publisher does).
   const std::string old_uid = str(account, {"metadata", "uid"});
   REQUIRE(h.del(sa).status == 200);
-  REQUIRE(h.del(ca).status == 200);
+  REQUIRE(h.apply(ca + "?fieldManager=someone&force=true",
+                  R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kube-root-ca.crt","labels":{"a":"b"}},)"
+                  R"("data":{"ca.crt":"mine","extra":"x"}})")
+              .status == 200);
+  CHECK(str(parse(h.get(ca)), {"data", "ca.crt"}) == "mine");
   h.clock->advance(std::chrono::milliseconds(50));
   h.api.tick();
   CHECK(str(parse(h.get(sa)), {"metadata", "uid"}) != old_uid);
-  CHECK(h.get(ca).status == 200);
+  auto restored = parse(h.get(ca));
+  CHECK(str(restored, {"data", "ca.crt"}) == options.root_ca_pem);
+  CHECK(json::find_path(restored, {"data", "extra"}) == nullptr);
+  CHECK(str(restored, {"metadata", "labels", "a"}) == "b");
 
   // A terminating namespace gets nothing back, and goes.
   REQUIRE(h.del("/api/v1/namespaces/team").status == 200);
-  settle(h);
+  REQUIRE(h.del(sa).status == 200);
+  h.clock->advance(std::chrono::milliseconds(50));  // within its termination delay
+  h.api.tick();
+  CHECK(h.get("/api/v1/namespaces/team").status == 200);
   CHECK(h.get(sa).status == 404);
+  settle(h);
   CHECK(h.get(ca).status == 404);
   CHECK(h.get("/api/v1/namespaces/team").status == 404);
+
+  // With a delay (a real cluster takes 5-100 ms), they come on the first tick after it.
+  options.namespace_controllers_delay = std::chrono::milliseconds(100);
+  Harness later(options);
+  REQUIRE(later.post("/api/v1/namespaces", team).status == 201);
+  CHECK(later.get(sa).status == 404);
+  later.clock->advance(std::chrono::milliseconds(60));
+  later.api.tick();
+  CHECK(later.get(sa).status == 404);
+  later.clock->advance(std::chrono::milliseconds(60));
+  later.api.tick();
+  CHECK(later.get(sa).status == 200);
+  CHECK(later.get(ca).status == 200);
 
   // Without those controllers: nothing.
   options.namespace_controllers = false;
