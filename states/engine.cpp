@@ -119,9 +119,6 @@ struct Engine::Impl {
     // exist when the pair was read, and the cluster makes an object of its name in every
     // new namespace; or a create found it made meanwhile.
     bool read_when_run = false;
-    // kube-controller-manager makes it in the namespace this run creates (see
-    // made_in_every_namespace): an object_updated waits for it.
-    bool made_by_the_cluster = false;
     bool create_raced = false;  // a create of it was answered 409 AlreadyExists
   };
   // Live objects of one (resource, namespace) pair, read once. The objects point into
@@ -178,6 +175,9 @@ struct Engine::Impl {
   std::unique_ptr<asio::steady_timer> prefetch_done;
   // Test mode: Namespaces and CRD kinds that would only be created by this run.
   std::set<std::string> pending_namespaces;
+  // Namespaces this run created: kube-controller-manager makes its objects in them a
+  // moment later (made_in_every_namespace). Their states require the Namespace's.
+  std::set<std::string, std::less<>> namespaces_created;
   // "group/Kind" -> the CRD (as it would be created), whose schema validates its CRs locally.
   std::map<std::string, json::Document> pending_crd_kinds;
   // "group/Kind" -> the CRD as this run would update it (test mode: the versions it adds
@@ -396,6 +396,14 @@ struct Engine::Impl {
                                       (resource.kind == "ConfigMap" && name == "kube-root-ca.crt"));
   }
 
+  // Whether kube-controller-manager makes this state's object in a namespace this run
+  // created (so it may appear after the namespace's pair was read).
+  bool made_by_the_cluster_here(std::size_t index) const {
+    const Slot& slot = slots[index];
+    return slot.resource && !slot.ref.ns.empty() && namespaces_created.count(slot.ref.ns) > 0 &&
+           made_in_every_namespace(*slot.resource, slot.ref.name);
+  }
+
   // Whether the declared Namespace `ns` does not exist: read once, by the first caller
   // (the others wait for that read). False when it is not declared, or its GET failed
   // (e.g. 403: kstate cannot tell, so its pairs are read).
@@ -477,8 +485,7 @@ struct Engine::Impl {
       const bool absent_namespace = co_await namespace_absent(first.ref.ns);
       if (absent_namespace) {
         for (std::size_t i : members) {
-          slots[i].made_by_the_cluster = made_in_every_namespace(*slots[i].resource, slots[i].ref.name);
-          slots[i].read_when_run = slots[i].made_by_the_cluster;
+          slots[i].read_when_run = made_in_every_namespace(*slots[i].resource, slots[i].ref.name);
         }
         finish_pair_read(key, found, true);
         co_return;
@@ -1279,6 +1286,8 @@ struct Engine::Impl {
     }
     const json::Value* live = &absent_object;
     if (!slot.ref.name.empty()) {
+      // Read when it runs: its pair may have been read before the controller made it.
+      slot.read_when_run = slot.read_when_run || made_by_the_cluster_here(index);
       auto got = co_await live_object(index);
       if (!got.ok()) {
         fail(index, got.error().describe());
@@ -1375,6 +1384,9 @@ struct Engine::Impl {
       succeed(index, "already good");
     } else {
       changed(index, live.IsNull() ? "created" : "updated", diff);
+      if (live.IsNull() && slot.resource && slot.resource->group.empty() && slot.resource->kind == "Namespace") {
+        namespaces_created.insert(slot.ref.name);
+      }
     }
     if (options.test_mode) {
       co_await after_present(index, written);
@@ -1720,6 +1732,7 @@ struct Engine::Impl {
                       manifests::to_string(states[index].strategy) + ", which is object_present's");
       co_return;
     }
+    slot.read_when_run = slot.read_when_run || made_by_the_cluster_here(index);
     auto got = co_await live_object(index);
     if (!got.ok()) {
       fail(index, got.error().describe());
@@ -1730,7 +1743,7 @@ struct Engine::Impl {
       would_update_created(index);
       co_return;
     }
-    if (found->IsNull() && slot.made_by_the_cluster && !options.test_mode) {
+    if (found->IsNull() && made_by_the_cluster_here(index) && !options.test_mode) {
       auto made = co_await made_by_the_cluster(index);
       if (!made.ok()) {
         fail(index, made.error().describe());

@@ -344,18 +344,20 @@ void ApiServer::run_namespace_controllers(const std::string& ns) {
   if (!options_.root_ca_pem.empty() && bundle) {
     // The publisher puts its data back (and its description), keeping the rest.
     const Value* data = json::find(*bundle, "data");
+    const Value* description = json::find_path(*bundle, {"metadata", "annotations", "kubernetes.io/description"});
     const bool intact = data != nullptr && data->IsObject() && data->MemberCount() == 1 &&
-                        string_at(*data, {"ca.crt"}) == options_.root_ca_pem &&
-                        !string_at(*bundle, {"metadata", "annotations", "kubernetes.io/description"}).empty();
+                        string_at(*data, {"ca.crt"}) == options_.root_ca_pem && description != nullptr;
     if (!intact) {
       Document reset = json::copy(*bundle);
       auto& allocator = reset.GetAllocator();
       Value fresh_data(rapidjson::kObjectType);
       json::set_string(fresh_data, "ca.crt", options_.root_ca_pem, allocator);
-      json::set(reset, "data", std::move(fresh_data), allocator);
-      reset.RemoveMember("binaryData");
-      json::set_string(json::ensure_object(json::ensure_object(reset, "metadata", allocator), "annotations", allocator),
-                       "kubernetes.io/description", root_ca_description, allocator);
+      json::set(reset, "data", std::move(fresh_data), allocator);  // (binaryData is left as it is)
+      Value& annotations =
+          json::ensure_object(json::ensure_object(reset, "metadata", allocator), "annotations", allocator);
+      if (json::find(annotations, "kubernetes.io/description") == nullptr) {
+        json::set_string(annotations, "kubernetes.io/description", root_ca_description, allocator);
+      }
       request.method = "PUT";
       request.path = "/api/v1/namespaces/" + ns + "/configmaps/kube-root-ca.crt";
       request.body = json::dump(reset);
@@ -2311,7 +2313,9 @@ void ApiServer::tick() {
       active.push_back(string_at(*object, {"metadata", "name"}));
     }
     for (const auto& ns : active) {
-      run_namespace_controllers(ns);
+      if (pending_namespace_controllers_.count(ns) == 0) {  // (those still in their delay wait for it)
+        run_namespace_controllers(ns);
+      }
     }
   }
   if (!deletions_pending_) {

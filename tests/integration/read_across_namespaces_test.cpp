@@ -3,7 +3,9 @@
 // how it still finds objects that someone else deleted or stripped of those labels, or
 // when listing across namespaces is not allowed.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/json.hpp"
@@ -303,25 +305,34 @@ TEST_CASE("the `default` ServiceAccount declared in a new namespace, made by kub
 TEST_CASE(
     "the `default` ServiceAccount declared in a new namespace, made by kube-controller-manager after kstate "
     "read it") {
-  // As on a real cluster, where the controller takes 5-100 ms: here 300 ms.
+  // As on a real cluster, where the controller takes 5-100 ms after the namespace: here
+  // 2 s, so that kstate reads first however slow this machine is.
   kstate::testing::EmulatorOptions options;
-  options.extra_args = {"--namespace-controllers-delay", "0.3"};
+  options.extra_args = {"--namespace-controllers-delay", "2"};
   Cluster cluster(options);
   const auto dir = cluster.work.path() / "manifests";
 
-  SECTION("object_present: kstate makes it (the controller then leaves it be)") {
+  SECTION("object_present: kstate makes it, and the controller then leaves it be") {
     write_file(dir / "team-d.yaml", std::string(team_d_namespace) + "---\n" + default_account());
     auto first = cluster.apply();
     CHECK(first.exit_code == 0);
     CHECK(occurrences(first.out, "Comment: created") == 2);
+    const std::string uid = uid_of(cluster, default_account_path);
+    // The controllers have run once the ConfigMap is there.
+    const std::string bundle = "/api/v1/namespaces/team-d/configmaps/kube-root-ca.crt";
+    for (int i = 0; i < 100 && cluster.emulator.request("GET", bundle).status != 200; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    REQUIRE(cluster.emulator.request("GET", bundle).status == 200);
+    CHECK(uid_of(cluster, default_account_path) == uid);
     CHECK(cluster.label(default_account_path, part_of) != "");
   }
   SECTION("create-only, the controller making it while kstate's create is on its way: kept as it is") {
     write_file(dir / "team-d.yaml",
                std::string(team_d_namespace) + "---\n" + default_account("kstate.io/strategy: create-only"));
-    // kstate's create waits 600 ms at the server, in which the controller makes it.
+    // kstate's create waits 3 s at the server, in which the controller makes it.
     cluster.emulator.set_faults(
-        R"({"latencyMs":600,"method":"POST","path":"/api/v1/namespaces/team-d/serviceaccounts"})");
+        R"({"latencyMs":3000,"method":"POST","path":"/api/v1/namespaces/team-d/serviceaccounts"})");
     auto first = cluster.apply();
     CHECK(first.exit_code == 0);
     CHECK(cluster.emulator.count_requests("POST", "/api/v1/namespaces/team-d/serviceaccounts") == 1);
@@ -329,22 +340,31 @@ TEST_CASE(
     CHECK(first.out.find("Failed: 0") != std::string::npos);
     CHECK(cluster.label(default_account_path, part_of) == "");
   }
-  SECTION("object_updated: waits for the controller's object, then updates it") {
-    write_file(dir / "team-d.yaml",
-               std::string(team_d_namespace) + "---\n" + default_account("kstate.io/state: updated"));
+  SECTION("object_updated, in three new namespaces: waits for the controller's objects, then updates them") {
+    // (with several Namespaces declared, whether each exists comes from a LIST and GETs
+    // that may run after kstate created it: the wait does not depend on that read)
+    std::string manifests;
+    for (const std::string ns : {"team-d", "team-e", "team-f"}) {
+      manifests += "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + ns +
+                   "\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n  namespace: " + ns +
+                   "\n  annotations: {kstate.io/state: updated}\nimagePullSecrets:\n  - name: registry\n---\n";
+    }
+    write_file(dir / "teams.yaml", manifests);
     auto first = cluster.apply();
     CHECK(first.exit_code == 0);
-    CHECK(occurrences(first.out, "Comment: updated") == 1);
-    auto account = cluster.emulator.request("GET", default_account_path);
-    REQUIRE(account.status == 200);
-    CHECK(account.body.find("registry") != std::string::npos);
+    CHECK(occurrences(first.out, "Comment: updated") == 3);
+    for (const std::string ns : {"team-d", "team-e", "team-f"}) {
+      auto account = cluster.emulator.request("GET", "/api/v1/namespaces/" + ns + "/serviceaccounts/default");
+      REQUIRE(account.status == 200);
+      CHECK(account.body.find("registry") != std::string::npos);
+    }
 
     // And test mode, on a namespace that does not exist: a pending update, not a failure.
-    write_file(dir / "team-d.yaml", std::string("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-e\n") +
-                                        "---\n" +
-                                        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n"
-                                        "  namespace: team-e\n  annotations: {kstate.io/state: updated}\n"
-                                        "imagePullSecrets:\n  - name: registry\n");
+    write_file(dir / "teams.yaml", std::string("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-g\n") +
+                                       "---\n" +
+                                       "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n"
+                                       "  namespace: team-g\n  annotations: {kstate.io/state: updated}\n"
+                                       "imagePullSecrets:\n  - name: registry\n");
     auto tested = run_kstate(cluster, "test");
     CHECK(tested.exit_code == 1);  // changes pending
     CHECK(tested.out.find("would be updated once kube-controller-manager makes it in the new namespace") !=
