@@ -1978,6 +1978,15 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
         report.discovery_failed = true;
       }
     }
+    if (slot.selected && slot.resource && states[i].function != Function::object_absent &&
+        slot.resource->group.empty() && slot.resource->kind == "ConfigMap" && slot.ref.name == "kube-root-ca.crt" &&
+        json::find(states[i].object, "data") != nullptr) {
+      // Applied, it is put back a moment later: each run would change it again, unexplained.
+      report.notes.push_back("ConfigMap " + slot.ref.ns + "/kube-root-ca.crt (" + states[i].source.to_string() +
+                             "): kube-controller-manager's root-ca-cert-publisher puts its data back (ca.crt, the "
+                             "cluster's CA) after every change, so each run changes it again; declare only its labels "
+                             "or annotations, or use another ConfigMap");
+    }
     if (slot.selected) {
       report.results.push_back(std::move(slot.result));
     }

@@ -371,3 +371,22 @@ TEST_CASE(
           std::string::npos);
   }
 }
+
+TEST_CASE("a declared kube-root-ca.crt's data is put back by kube-controller-manager: the report says so") {
+  Cluster cluster;
+  const auto dir = cluster.work.path() / "manifests";
+  write_file(dir / "bundle.yaml",
+             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kube-root-ca.crt\n  namespace: default\n"
+             "data:\n  ca.crt: mine\n");
+  write_file(dir / "labels.yaml",
+             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kube-root-ca.crt\n  namespace: kube-public\n"
+             "  labels: {team: platform}\n");
+  auto first = cluster.apply();
+  CHECK(first.exit_code == 0);
+  CHECK(first.out.find("Note: ConfigMap default/kube-root-ca.crt (") != std::string::npos);
+  CHECK(first.out.find("bundle.yaml:1:1): kube-controller-manager's root-ca-cert-publisher puts its data back") !=
+        std::string::npos);
+  CHECK(first.out.find("Note: ConfigMap kube-public/kube-root-ca.crt") == std::string::npos);  // labels only
+  auto tested = run_kstate(cluster, "test");
+  CHECK(tested.out.find("Note: ConfigMap default/kube-root-ca.crt (") != std::string::npos);
+}
