@@ -39,6 +39,9 @@ constexpr int apply_conflict_attempts = 8;
 // How long an object_updated waits for an object kube-controller-manager makes in each
 // new namespace (ServiceAccount `default`, ConfigMap `kube-root-ca.crt`).
 constexpr std::chrono::milliseconds made_by_the_cluster_timeout{30000};
+// How long a state naming a version that this run's CRD update serves waits for the API
+// server's discovery to list it.
+constexpr std::chrono::milliseconds discovery_catch_up_timeout{30000};
 
 std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
   return std::string(json::string_or(json::find_path(object, path), ""));
@@ -187,6 +190,7 @@ struct Engine::Impl {
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
   bool crd_established_since_refresh = false;
+  Clock::time_point discovery_read_at;  // the last refresh by until_discovery_lists_version
   // crd_of_kind: the LIST of CustomResourceDefinitions, once per run.
   bool crd_list_started = false;
   std::optional<Result<json::Document>> crd_list;
@@ -941,6 +945,9 @@ struct Engine::Impl {
   asio::awaitable<void> dispatch(std::size_t index) {
     Slot& slot = slots[index];
     State& state = states[index];
+    if (!slot.resource && !options.test_mode && state.function != Function::object_absent) {
+      co_await until_discovery_lists_version(index);
+    }
     if (!slot.resource) {
       const std::string kind_key = slot.ref.gvk.group + "/" + slot.ref.gvk.kind;
       auto crd = pending_crd_kinds.find(kind_key);
@@ -1046,6 +1053,60 @@ struct Engine::Impl {
       slot.ref.ns = ns.empty() ? options.default_namespace : ns;
     }
     slot.result.name = slot.ref.display();
+  }
+
+  // The kind's CRD, as this run updated it (or found it), serves the version the state
+  // names, but the API server's discovery lists a version an update adds a moment later
+  // (its discovery controller catches up from an informer): the state waits for it,
+  // reading discovery again with a growing pause (one read at a time for all the states
+  // waiting), instead of failing with "no kind". Resolved when it returns, unless the
+  // wait timed out (the state then fails saying so).
+  asio::awaitable<void> until_discovery_lists_version(std::size_t index) {
+    Slot& slot = slots[index];
+    if (!slot.resolve_error || slot.resolve_error->kind != ErrorKind::not_found) {
+      co_return;
+    }
+    auto crd = updated_crd_kinds.find(slot.ref.gvk.group + "/" + slot.ref.gvk.kind);
+    if (crd == updated_crd_kinds.end() || !crd_serves_version(crd->second, slot.ref.gvk.version)) {
+      co_return;
+    }
+    const std::string crd_name = string_at(crd->second, {"metadata", "name"});
+    spdlog::info("waiting for the API server's discovery to list {} (CustomResourceDefinition {} serves it)",
+                 slot.ref.gvk.qualified_kind(), crd_name);
+    const auto started = Clock::now();
+    std::chrono::milliseconds pause{50};
+    while (Clock::now() - started < discovery_catch_up_timeout) {
+      co_await sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+      if (Clock::now() - discovery_read_at >= pause / 2) {
+        discovery_read_at = Clock::now();
+        (void)co_await resolver.refresh();
+      }
+      co_await resolve(index);
+      if (slot.resource) {
+        slot.result.name = slot.ref.display();
+        co_return;
+      }
+    }
+    slot.resolve_error =
+        Error(ErrorKind::not_found, "version " + slot.ref.gvk.version + " of " + slot.ref.gvk.qualified_kind() +
+                                        ", which CustomResourceDefinition " + crd_name +
+                                        " serves, is not in the API server's discovery after " +
+                                        duration_text(discovery_catch_up_timeout) + ": run again once it lists it");
+  }
+
+  static bool crd_serves_version(const json::Value& crd, const std::string& version) {
+    const json::Value* versions = json::find_path(crd, {"spec", "versions"});
+    if (versions == nullptr || !versions->IsArray()) {
+      return false;
+    }
+    for (const auto& listed : versions->GetArray()) {
+      if (string_at(listed, {"name"}) == version) {
+        const json::Value* served = json::find(listed, "served");
+        return served != nullptr && served->IsBool() && served->GetBool();
+      }
+    }
+    return false;
   }
 
   // Test mode: this run's update of the CRD adds the version this custom resource

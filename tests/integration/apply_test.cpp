@@ -1038,3 +1038,32 @@ TEST_CASE("live objects are read while the pending inventory entries are written
   CHECK(cluster.emulator.count_requests("PATCH", config_maps) == 4);
   CHECK_FALSE(cluster.get(config_maps + "/cm-3").IsNull());
 }
+
+TEST_CASE("apply: a custom resource in a version the CRD update adds waits for discovery to list it") {
+  // kube-apiserver serves and lists the versions a CRD update adds a moment later; the
+  // emulator here takes 1 s. The Widget in v2 waits for it (reading discovery again)
+  // instead of failing with "no kind", and is created in the same run.
+  kstate::testing::EmulatorOptions options;
+  options.extra_args = {"--crd-update-delay", "1"};
+  Cluster cluster(options);
+  std::string dir = cluster.manifest_dir("crd-upgrade-present-real");
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", widget_crd_v1());
+  REQUIRE(cluster.apply(dir).exit_code == 0);
+
+  write_file(std::filesystem::path(dir) / "00-crd.yaml", widget_crd_adding_v2(true));
+  write_file(std::filesystem::path(dir) / "10-widget.yaml", R"(apiVersion: example.com/v2
+kind: Widget
+metadata: {name: round, namespace: default}
+spec: {size: 2}
+)");
+  cluster.emulator.reset_request_log();
+  auto apply = cluster.apply(dir);
+  CHECK(apply.exit_code == 0);
+  CHECK(apply.out.find("Name: Widget/default/round") != std::string::npos);
+  CHECK(apply.out.find("Failed: 0") != std::string::npos);
+  CHECK_FALSE(cluster.get("/apis/example.com/v2/namespaces/default/widgets/round").IsNull());
+  // Discovery was read again while it waited, a few times, not once per pause of each state.
+  const int discovery_reads = cluster.emulator.count_requests("GET", "/apis");
+  CHECK(discovery_reads >= 2);
+  CHECK(discovery_reads < 40);
+}
