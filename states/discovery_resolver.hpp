@@ -15,6 +15,16 @@ class DiscoveryResolver : public KindResolver {
     co_return co_await discovery_.resolve(gvk);
   }
   asio::awaitable<Status> refresh() override { co_return co_await discovery_.refresh(); }
+  asio::awaitable<Result<ApiResource>> resolve_known(const GroupVersionKind& gvk) override {
+    if (discovery_.loaded()) {
+      if (const ApiResource* resource = discovery_.mapper().find(gvk)) {
+        co_return *resource;
+      }
+      co_return Error(ErrorKind::not_found,
+                      "the server does not offer kind \"" + gvk.kind + "\" in version \"" + gvk.api_version() + "\"");
+    }
+    co_return co_await discovery_.resolve(gvk);
+  }
   asio::awaitable<Result<std::vector<ApiResource>>> resources() override {
     if (!discovery_.loaded()) {
       if (auto loaded = co_await discovery_.load(); !loaded.ok()) {

@@ -190,7 +190,11 @@ struct Engine::Impl {
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
   bool crd_established_since_refresh = false;
-  Clock::time_point discovery_read_at;  // the last refresh by until_discovery_lists_version
+  // until_discovery_lists_version: the last read of discovery, whether one is under
+  // way, and when each version's wait ends ("group/version/Kind").
+  Clock::time_point discovery_read_at;
+  bool discovery_reading = false;
+  std::map<std::string, Clock::time_point> discovery_wait_deadlines;
   // crd_of_kind: the LIST of CustomResourceDefinitions, once per run.
   bool crd_list_started = false;
   std::optional<Result<json::Document>> crd_list;
@@ -1071,21 +1075,35 @@ struct Engine::Impl {
       co_return;
     }
     const std::string crd_name = string_at(crd->second, {"metadata", "name"});
-    spdlog::info("waiting for the API server's discovery to list {} (CustomResourceDefinition {} serves it)",
-                 slot.ref.gvk.qualified_kind(), crd_name);
-    const auto started = Clock::now();
+    // One deadline per version, set by its first state: the others do not wait again.
+    const auto [deadline, first] = discovery_wait_deadlines.try_emplace(
+        slot.ref.gvk.api_version() + "/" + slot.ref.gvk.kind, Clock::now() + discovery_catch_up_timeout);
+    if (first) {
+      spdlog::info("waiting for the API server's discovery to list {} (CustomResourceDefinition {} serves it)",
+                   slot.ref.gvk.qualified_kind(), crd_name);
+    }
     std::chrono::milliseconds pause{50};
-    while (Clock::now() - started < discovery_catch_up_timeout) {
-      co_await sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
-      if (Clock::now() - discovery_read_at >= pause / 2) {
-        discovery_read_at = Clock::now();
-        (void)co_await resolver.refresh();
-      }
-      co_await resolve(index);
-      if (slot.resource) {
+    while (true) {
+      auto resource = co_await resolver.resolve_known(slot.ref.gvk);
+      if (resource.ok()) {
+        co_await resolve(index);  // (found in what discovery answered: no request)
         slot.result.name = slot.ref.display();
         co_return;
+      }
+      if (Clock::now() >= deadline->second) {
+        break;
+      }
+      co_await sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+      if (!discovery_reading && Clock::now() - discovery_read_at >= pause / 2) {
+        discovery_reading = true;  // one read at a time, shared by every waiting state
+        auto refreshed = co_await resolver.refresh();
+        discovery_reading = false;
+        discovery_read_at = Clock::now();
+        if (!refreshed.ok()) {
+          slot.resolve_error = refreshed.error();  // the cause, not "not listed yet"
+          co_return;
+        }
       }
     }
     slot.resolve_error =

@@ -34,6 +34,11 @@ class KindResolver {
   // Not found: ErrorKind::not_found with kubectl's "no matches for kind" message.
   virtual asio::awaitable<Result<ApiResource>> resolve(const GroupVersionKind& gvk) = 0;
   virtual asio::awaitable<Status> refresh() = 0;
+  // As resolve(), from what discovery last answered: never reads it again (a resolver
+  // without that distinction resolves as usual).
+  virtual asio::awaitable<Result<ApiResource>> resolve_known(const GroupVersionKind& gvk) {
+    co_return co_await resolve(gvk);
+  }
   // Every resource the server offers (preferred versions), for prune's check that a
   // Namespace or CRD holds nothing kstate does not manage. A resolver that cannot
   // enumerate answers an error, and prune then keeps every Namespace and CRD.
