@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -321,14 +322,31 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
       }
     }
   }
-  std::vector<manifests::LoadError> list_errors;
-  const std::string dir = normalized(config_.manifests_dir);
-  std::set<std::string> manifest_files;
-  for (auto& file : manifests::list_manifest_files({dir}, list_errors)) {
-    manifest_files.insert(normalized(file));
-  }
+  std::vector<std::string> changed_paths;
+  changed_paths.reserve(changed.size());
   for (const auto& raw : changed) {
-    const std::string path = normalized(raw);
+    changed_paths.push_back(normalized(raw));
+  }
+  // Whether a changed path is a manifest file is the walk's answer (hidden folders,
+  // extensions, symlinks, two links to one file). A file the last walk listed that is
+  // still a regular file still is one: the tree's shape changes only through paths
+  // created, moved or removed, which are new here, come as removals, or make the
+  // watcher ask for a full rescan. So the walk (a stat per file of the whole tree,
+  // most of a one-file change's time with 1,000 files) runs only for a path not seen yet.
+  const bool all_known = std::all_of(changed_paths.begin(), changed_paths.end(), [this](const std::string& path) {
+    std::error_code error;
+    return files_.count(path) != 0 && std::filesystem::is_regular_file(path, error);
+  });
+  std::set<std::string> manifest_files;
+  if (all_known) {
+    manifest_files.insert(changed_paths.begin(), changed_paths.end());
+  } else {
+    std::vector<manifests::LoadError> list_errors;
+    for (auto& file : manifests::list_manifest_files({normalized(config_.manifests_dir)}, list_errors)) {
+      manifest_files.insert(normalized(file));
+    }
+  }
+  for (const auto& path : changed_paths) {
     if (manifest_files.count(path) != 0 && refresh_file(path)) {
       to_run.insert(path);
     }

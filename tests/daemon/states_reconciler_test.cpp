@@ -119,3 +119,48 @@ TEST_CASE("a resync reads only the manifests whose stat may have changed since t
     CHECK(fixture.emulator.request("GET", "/api/v1/namespaces/default/configmaps/one").status == 404);
   }
 }
+
+TEST_CASE("a file event reloads that file alone; a path not seen before is applied only if the folder lists it") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  for (const char* name : {"one", "two"}) {
+    write_file(manifests / (std::string(name) + ".yaml"), config_map(name, "v1"));
+  }
+  auto reconciler = fixture.make();
+  REQUIRE(fixture.resync(*reconciler).created == 2);
+  auto files_changed = [&](std::vector<std::string> changed) {
+    for (auto& path : changed) {
+      path = (manifests / path).string();
+    }
+    return kstate::run_sync(fixture.io, reconciler->reconcile_files(std::move(changed), {}));
+  };
+
+  // A file the last listing found: read again and applied, the other file untouched.
+  write_file(manifests / "one.yaml", config_map("one", "v2"));
+  ReconcileSummary edited = files_changed({"one.yaml"});
+  CHECK(edited.succeeded());
+  CHECK(edited.files_read == 1);
+  CHECK(edited.states == 1);
+  CHECK(edited.updated == 1);
+  CHECK(stored_value(fixture.emulator, "one") == "v2");
+
+  // New paths: one in a hidden folder (never a manifest, whoever reports it) and one
+  // the folder lists; in the same batch as a known file.
+  write_file(manifests / ".drafts" / "three.yaml", config_map("three", "v1"));
+  write_file(manifests / "four.yaml", config_map("four", "v1"));
+  write_file(manifests / "two.yaml", config_map("two", "v2"));
+  ReconcileSummary added = files_changed({".drafts/three.yaml", "four.yaml", "two.yaml"});
+  CHECK(added.succeeded());
+  CHECK(added.created == 1);
+  CHECK(added.updated == 1);
+  CHECK(fixture.emulator.request("GET", "/api/v1/namespaces/default/configmaps/three").status == 404);
+  CHECK(stored_value(fixture.emulator, "four") == "v1");
+  CHECK(stored_value(fixture.emulator, "two") == "v2");
+
+  // A known path that is no longer a regular file is not read as one.
+  std::filesystem::remove(manifests / "four.yaml");
+  std::filesystem::create_directory(manifests / "four.yaml");
+  ReconcileSummary replaced = files_changed({"four.yaml"});
+  CHECK(replaced.failed == 0);
+  CHECK(replaced.created + replaced.updated == 0);
+}
