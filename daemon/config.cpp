@@ -161,8 +161,11 @@ const std::vector<KeyEntry>& key_table() {
     add("context", "Kubeconfig context to use", string_setter(&DaemonConfig::context, true));
     add("resync-interval", "Full reconcile interval to correct drift (e.g. 5m)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.resync_interval; }, false));
-    add("debounce", "Quiet time after a file event before reconciling (e.g. 300ms)",
+    add("debounce", "Quiet time after a file event before reconciling (e.g. 20ms)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.debounce; }, true));
+    add("prune-delay",
+        "Quiet time after a file change that removed objects before they are pruned (e.g. 2s; 0s: at once)",
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.prune_delay; }, true));
     add("concurrency", "States run in parallel", int_setter(&DaemonConfig::concurrency, 1, 1024));
     add("qps", "Requests per second sent to the API server", set_qps);
     add("burst", "Request burst above qps", int_setter(&DaemonConfig::burst, 1, 100000));

@@ -33,7 +33,9 @@ struct DaemonConfig {
   std::string kubeconfig;  // empty: found as kubectl finds it
   std::string context;     // empty: the kubeconfig's current context
   Duration resync_interval = std::chrono::minutes(5);
-  Duration debounce = std::chrono::milliseconds(300);
+  // Short, so that a saved file is applied at once (an editor's save, a `git pull` or a
+  // `cp -r` are one burst of events); a write still open is waited for (write_hold).
+  Duration debounce = std::chrono::milliseconds(20);
   int concurrency = 16;
   double qps = 500.0;
   // One cycle's worth at full speed: a cold apply of 1,000 objects is ~1,100 requests.
@@ -42,6 +44,10 @@ struct DaemonConfig {
   std::string applyset_name = "kstate";
   std::string applyset_namespace = "kube-system";
   bool prune = true;  // the daemon prunes by default, unlike `kstate apply`
+  // Objects a file change took out of the manifests are pruned by a full reconcile once
+  // the folder has been quiet this long, not by the change's own reconcile: an object
+  // moved to another file by a second write is never deleted in between. 0: at once.
+  Duration prune_delay = std::chrono::seconds(2);
   bool allow_empty_prune = false;
   bool adopt = true;  // take over existing objects the manifests declare (issue #7)
   LeaderElectionConfig leader_election;

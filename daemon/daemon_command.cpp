@@ -43,8 +43,9 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
     err << "kstate daemon: " << reconciler.error().message << "\n";
     return 2;
   }
-  spdlog::info("kstate daemon starting: manifests {}, resync every {}, debounce {}", config->manifests_dir,
-               format_duration(config->resync_interval), format_duration(config->debounce));
+  spdlog::info("kstate daemon starting: manifests {}, resync every {}, debounce {}, prune-delay {}",
+               config->manifests_dir, format_duration(config->resync_interval), format_duration(config->debounce),
+               format_duration(config->prune_delay));
   SystemdNotifier notifier;
   DaemonRunner runner(io, *config, **reconciler, notifier, registry, metrics, load, command.runner_options);
   runner.on_config_applied([](const DaemonConfig& fresh) {

@@ -31,6 +31,9 @@ struct ReconcileSummary {
   std::size_t managed_objects = 0;
   // Manifest files this cycle read (and hashed); a stat proved the others unchanged.
   std::size_t files_read = 0;
+  // Objects this cycle left for a later full reconcile to prune (a file change's
+  // reconcile with prune-delay: they are pruned once the folder is quiet).
+  std::size_t prune_deferred = 0;
   // Why the reconcile could not run or what went wrong outside any one state
   // (unreadable manifest folder, discovery failure, ...). Never secret material.
   std::string error;

@@ -112,6 +112,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         signals(io_context),
         wake(io_context),
         resync_timer(io_context),
+        prune_timer(io_context),
         watchdog_timer(io_context),
         shutdown_timer(io_context),
         election_timer(io_context),
@@ -135,6 +136,8 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   asio::signal_set signals;
   asio::steady_timer wake;  // a condition variable for the main loop: cancelled to wake it
   asio::steady_timer resync_timer;
+  asio::steady_timer prune_timer;  // prune-delay of quiet after a file change that left objects to prune
+  bool prune_waiting = false;
   asio::steady_timer watchdog_timer;
   asio::steady_timer shutdown_timer;
   asio::steady_timer election_timer;       // the next acquire/renew attempt
@@ -212,7 +215,27 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       spdlog::debug("file changes: {} changed, {} removed", batch.changed.size(), batch.removed.size());
     }
     pending.add(batch);
+    if (prune_waiting) {
+      arm_prune();  // the folder is not quiet yet: the wait starts again
+    }
     wake_up();
+  }
+
+  // A file change took objects out of the manifests: a full reconcile prunes them once
+  // the folder has been quiet for prune-delay, so that a second write that declares
+  // them elsewhere (an object moved to another file) comes first. Any full reconcile
+  // (resync, SIGHUP, rescan) prunes them too, and ends the wait.
+  void arm_prune() {
+    prune_waiting = true;
+    prune_timer.expires_after(config.prune_delay);  // cancels the wait in progress, if any
+    prune_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->stopping || !self->prune_waiting) {
+        return;
+      }
+      self->pending.request_full("prune: objects removed from the manifests, the folder quiet for " +
+                                 format_duration(self->config.prune_delay));
+      self->wake_up();
+    });
   }
 
   void wait_signals() {
@@ -278,6 +301,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       watcher->stop();
     }
     resync_timer.cancel();
+    prune_timer.cancel();
     if (!busy) {
       finish_after_release();
       return;
@@ -310,6 +334,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     }
     wake.cancel();
     resync_timer.cancel();
+    prune_timer.cancel();
     watchdog_timer.cancel();
     shutdown_timer.cancel();
     election_timer.cancel();
@@ -523,7 +548,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   }
 
   asio::awaitable<ReconcileSummary> run_full(const std::string& reason) {
-    pending.take_full();  // the full reconcile covers every file event received so far
+    pending.take_full();    // the full reconcile covers every file event received so far
+    prune_waiting = false;  // and prunes what they removed
+    prune_timer.cancel();
     spdlog::debug("full reconcile: {}", reason);
     busy = true;
     const auto start = SteadyClock::now();
@@ -540,6 +567,11 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     ReconcileSummary summary = co_await guarded(reconciler.reconcile_files(std::move(changed), std::move(removed)));
     busy = false;
     record("files", summary, SteadyClock::now() - start);
+    if (summary.prune_deferred > 0 && !stopping) {
+      spdlog::info("{} object(s) no longer in the manifests: pruned once the folder has been quiet for {}",
+                   summary.prune_deferred, format_duration(config.prune_delay));
+      arm_prune();
+    }
     co_return summary;
   }
 

@@ -108,6 +108,7 @@ ReconcileSummary summarize(const states::RunReport& report) {
   // Objects that exist as declared after this run (run_cycle corrects it for cycles
   // that ran only some files' states).
   summary.managed_objects = report.applied.size();
+  summary.prune_deferred = report.prune_deferred;
   if (!report.errors.empty()) {
     summary.error = report.errors.front();
     if (report.errors.size() > 1) {
@@ -453,6 +454,9 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   // Only the changed files' states run; every state still counts as declared for prune.
   const bool only_files_ran = only_files.has_value();
   options.only_files = std::move(only_files);
+  // A file change's reconcile applies at once and leaves pruning to the full reconcile
+  // the runner starts once the folder is quiet (DaemonConfig::prune_delay).
+  options.defer_prune = only_files_ran && config_.prune_delay > Duration::zero();
 
   states::RunReport report = co_await states::reconcile(*gated_client_, *resolver_, states, options);
   count_requests();

@@ -651,7 +651,13 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   }
 
   std::vector<ObjectKey> removed;
-  if (options.prune) {
+  if (options.prune && options.defer_prune) {
+    std::set<ObjectKey> declared = report.declared;
+    declare_generated(states, loaded.inventory, declared);
+    for (const InventoryEntry& entry : loaded.inventory.entries) {
+      report.prune_deferred += declared.count(entry.key()) == 0 ? 1 : 0;
+    }
+  } else if (options.prune) {
     PruneInput input;
     // Lent to the prune decision (not copied) and taken back right after it.
     input.inventory = std::move(loaded.inventory);

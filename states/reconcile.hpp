@@ -39,6 +39,11 @@ struct ReconcileOptions {
   // When set, only the states declared in these files are read and run (the daemon
   // reconciling one changed file); every state still counts as declared for prune.
   std::optional<std::set<std::string>> only_files;
+  // Prune nothing now: count, in RunReport::prune_deferred, the recorded objects no
+  // manifest declares any more. The daemon's reconcile of a file change, so that an
+  // object moved from one file to another by two writes is never deleted in between:
+  // a full reconcile prunes once the folder has been quiet (DaemonConfig::prune_delay).
+  bool defer_prune = false;
   // begin_cycle starts the LISTs a re-apply will need, from the inventory, so that they
   // are answered while the caller loads its manifests (read_ahead.hpp): `kstate apply`
   // and `kstate test`, which load after begin_cycle. Not with only_files.

@@ -27,6 +27,9 @@ struct RunReport {
   std::vector<InventoryEntry> applied;
   std::set<ObjectKey> declared;
   bool discovery_failed = false;
+  // With ReconcileOptions::defer_prune: inventory entries no manifest declares any more,
+  // left for a later cycle to prune (none is deleted by this one).
+  std::size_t prune_deferred = 0;
 
   int succeeded() const;  // result true or pending
   int failed() const;     // result false

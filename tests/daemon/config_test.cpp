@@ -67,7 +67,8 @@ TEST_CASE("an empty config file gives the documented defaults") {
   REQUIRE(config.ok());
   CHECK(config->manifests_dir == "/etc/kstate/manifests");
   CHECK(config->resync_interval == 5min);
-  CHECK(config->debounce == 300ms);
+  CHECK(config->debounce == 20ms);
+  CHECK(config->prune_delay == 2s);
   CHECK(config->applyset_name == "kstate");
   CHECK(config->applyset_namespace == "kube-system");
   CHECK(config->prune);

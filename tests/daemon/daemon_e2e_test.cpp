@@ -102,6 +102,47 @@ TEST_CASE("kstate daemon applies, updates and prunes as files are added, edited,
   CHECK(daemon.wait_notification("STOPPING=1", 2s));
 }
 
+TEST_CASE(
+    "kstate daemon: an object moved to another file by two writes keeps its UID; a removed one goes after "
+    "prune-delay") {
+  Emulator emulator;
+  Daemon daemon(emulator);
+  write_file(daemon.manifests / "a.yaml", config_map("moved", "blue"));
+  write_file(daemon.manifests / "b.yaml", config_map("gone", "red"));
+  daemon.start();
+  REQUIRE(daemon.wait_notification("READY=1"));
+  auto uid_of = [&](const std::string& name) {
+    auto reply = emulator.request("GET", "/api/v1/namespaces/default/configmaps/" + name);
+    auto doc = json::parse(reply.body);
+    return reply.status == 200 && doc.ok()
+               ? std::string(json::string_or(json::find_path(*doc, {"metadata", "uid"}), ""))
+               : std::string();
+  };
+  const std::string uid = uid_of("moved");
+  REQUIRE_FALSE(uid.empty());
+
+  // Cut from one file and pasted into another 300 ms later: two file events, each
+  // reconciled at once; the object is never deleted in between.
+  fs::remove(daemon.manifests / "a.yaml");
+  std::this_thread::sleep_for(300ms);
+  write_file(daemon.manifests / "c.yaml", config_map("moved", "green"));
+  CHECK(eventually([&] { return daemon.color("moved") == "green"; }));
+  CHECK(uid_of("moved") == uid);
+
+  // Removed for good: pruned once the folder has been quiet for prune-delay (2 s).
+  const auto removed_at = std::chrono::steady_clock::now();
+  fs::remove(daemon.manifests / "b.yaml");
+  CHECK(eventually([&] { return daemon.color("gone").empty(); }));
+  CHECK(std::chrono::steady_clock::now() - removed_at >= 1900ms);
+  CHECK(uid_of("moved") == uid);
+  const std::string log = daemon.log_text();
+  INFO(log);
+  CHECK(log.find("pruned ConfigMap/default/gone") != std::string::npos);
+  CHECK(log.find("pruned ConfigMap/default/moved") == std::string::npos);
+  CHECK(log.find("pruned once the folder has been quiet for 2s") != std::string::npos);
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
+
 TEST_CASE("kstate daemon corrects drift at resync and reconciles everything on SIGHUP") {
   Emulator emulator;
   Daemon daemon(emulator, "1s");

@@ -92,6 +92,7 @@ class FakeReconciler final : public daemon::Reconciler {
     bool finished = false;
     bool may_write = true;         // the write gate when the reconcile started
     bool may_write_at_end = true;  // and when it finished
+    std::chrono::steady_clock::time_point started{};
   };
 
   // Leader election: the Lease store this reconciler hands out (none: unsupported).
@@ -112,6 +113,12 @@ class FakeReconciler final : public daemon::Reconciler {
   void set_duration(std::chrono::milliseconds duration) {
     std::lock_guard lock(mutex_);
     duration_ = duration;
+  }
+  // A files reconcile with removed files answers that it left one object per removed
+  // file to prune (as the real one does with prune-delay).
+  void defer_prune_of_removed_files() {
+    std::lock_guard lock(mutex_);
+    defer_prune_ = true;
   }
 
   boost::asio::awaitable<daemon::ReconcileSummary> full_reconcile() override {
@@ -155,11 +162,13 @@ class FakeReconciler final : public daemon::Reconciler {
     std::size_t index = 0;
     std::chrono::milliseconds duration{};
     bool api_down = false;
+    bool defer_prune = false;
     {
       std::lock_guard lock(mutex_);
       index = calls_.size();
-      calls_.push_back({kind, changed, removed, false, !gate_ || gate_()});
+      calls_.push_back({kind, changed, removed, false, !gate_ || gate_(), true, std::chrono::steady_clock::now()});
       duration = duration_;
+      defer_prune = defer_prune_ && kind == "files";
       if (kind == "full" && api_failures_left_ > 0) {
         --api_failures_left_;
         api_down = true;
@@ -177,6 +186,7 @@ class FakeReconciler final : public daemon::Reconciler {
       summary.states = changed.size() + removed.size() + (kind == "full" ? 5 : 0);
       summary.unchanged = summary.states;
       summary.managed_objects = 5;
+      summary.prune_deferred = defer_prune ? removed.size() : 0;
     }
     {
       std::lock_guard lock(mutex_);
@@ -192,6 +202,7 @@ class FakeReconciler final : public daemon::Reconciler {
   int api_failures_left_ = 0;
   std::chrono::milliseconds duration_{0};
   bool stop_requested_ = false;
+  bool defer_prune_ = false;
   std::vector<daemon::Duration> reconfigured_debounce_;
 };
 

@@ -51,6 +51,7 @@ struct Fixture {
   boost::asio::io_context io;
   // The wall clock the reconciler sees: the real one plus `ahead`.
   std::chrono::seconds ahead{0};
+  kstate::daemon::Duration prune_delay = 2s;
 
   std::unique_ptr<StatesReconciler> make() {
     kstate::daemon::DaemonConfig config;
@@ -58,6 +59,7 @@ struct Fixture {
     config.kubeconfig = emulator.kubeconfig_path().string();
     config.cache_dir = (dir.path() / "cache").string();
     config.check_manifest_permissions = false;
+    config.prune_delay = prune_delay;
     return std::make_unique<StatesReconciler>(io, config, metrics,
                                               [this] { return std::chrono::system_clock::now() + ahead; });
   }
@@ -163,4 +165,73 @@ TEST_CASE("a file event reloads that file alone; a path not seen before is appli
   ReconcileSummary replaced = files_changed({"four.yaml"});
   CHECK(replaced.failed == 0);
   CHECK(replaced.created + replaced.updated == 0);
+}
+
+TEST_CASE("a file change that takes an object out of the manifests leaves its prune to the next full reconcile") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  write_file(manifests / "one.yaml", config_map("one", "v1"));
+  write_file(manifests / "two.yaml", config_map("two", "v1"));
+  auto uid_of = [&](const std::string& name) {
+    auto reply = fixture.emulator.request("GET", "/api/v1/namespaces/default/configmaps/" + name);
+    if (reply.status != 200) {
+      return std::string();
+    }
+    auto object = kstate::json::parse(reply.body);
+    REQUIRE(object.ok());
+    return std::string(kstate::json::string_or(kstate::json::find_path(*object, {"metadata", "uid"}), ""));
+  };
+  auto reconcile_files = [&](StatesReconciler& reconciler, std::vector<std::string> changed,
+                             std::vector<std::string> removed) {
+    for (auto* list : {&changed, &removed}) {
+      for (auto& path : *list) {
+        path = (manifests / path).string();
+      }
+    }
+    return kstate::run_sync(fixture.io, reconciler.reconcile_files(std::move(changed), std::move(removed)));
+  };
+
+  SECTION("moved to another file by a second write: never deleted") {
+    auto reconciler = fixture.make();
+    REQUIRE(fixture.resync(*reconciler).created == 2);
+    const std::string uid = uid_of("two");
+    REQUIRE_FALSE(uid.empty());
+    std::filesystem::remove(manifests / "two.yaml");
+    ReconcileSummary removed = reconcile_files(*reconciler, {}, {"two.yaml"});
+    CHECK(removed.succeeded());
+    CHECK(removed.deleted == 0);
+    CHECK(removed.prune_deferred == 1);
+    CHECK(removed.describe().ends_with(", 1 to prune once the folder is quiet"));
+    CHECK(uid_of("two") == uid);
+
+    write_file(manifests / "three.yaml", config_map("two", "v1"));
+    ReconcileSummary moved = reconcile_files(*reconciler, {"three.yaml"}, {});
+    CHECK(moved.succeeded());
+    CHECK(moved.prune_deferred == 0);
+    ReconcileSummary full = fixture.resync(*reconciler);
+    CHECK(full.succeeded());
+    CHECK(full.deleted == 0);
+    CHECK(uid_of("two") == uid);
+  }
+  SECTION("removed for good: the full reconcile prunes it") {
+    auto reconciler = fixture.make();
+    REQUIRE(fixture.resync(*reconciler).created == 2);
+    std::filesystem::remove(manifests / "two.yaml");
+    CHECK(reconcile_files(*reconciler, {}, {"two.yaml"}).prune_deferred == 1);
+    ReconcileSummary full = fixture.resync(*reconciler);
+    CHECK(full.deleted == 1);
+    CHECK(full.prune_deferred == 0);
+    CHECK(uid_of("two").empty());
+    CHECK_FALSE(uid_of("one").empty());
+  }
+  SECTION("prune-delay 0: the change's own reconcile prunes it") {
+    fixture.prune_delay = kstate::daemon::Duration::zero();
+    auto reconciler = fixture.make();
+    REQUIRE(fixture.resync(*reconciler).created == 2);
+    std::filesystem::remove(manifests / "two.yaml");
+    ReconcileSummary removed = reconcile_files(*reconciler, {}, {"two.yaml"});
+    CHECK(removed.deleted == 1);
+    CHECK(removed.prune_deferred == 0);
+    CHECK(uid_of("two").empty());
+  }
 }

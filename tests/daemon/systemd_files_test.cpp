@@ -144,6 +144,7 @@ TEST_CASE("the shipped config.yaml is valid, equals the defaults and documents e
   CHECK(config->manifests_dir == defaults.manifests_dir);
   CHECK(config->resync_interval == defaults.resync_interval);
   CHECK(config->debounce == defaults.debounce);
+  CHECK(config->prune_delay == defaults.prune_delay);
   CHECK(config->concurrency == defaults.concurrency);
   CHECK(config->qps == defaults.qps);
   CHECK(config->burst == defaults.burst);
