@@ -17,6 +17,10 @@ std::optional<FileFingerprint> fingerprint_of(const std::string& path) {
   if (::stat(path.c_str(), &info) != 0) {
     return std::nullopt;
   }
+  return fingerprint_from(info);
+}
+
+FileFingerprint fingerprint_from(const struct stat& info) {
   FileFingerprint result;
   result.device = info.st_dev;
   result.inode = info.st_ino;

@@ -10,6 +10,8 @@
 // editor's save-by-rename gives a new inode. Anything else means "read it again".
 #pragma once
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -29,6 +31,8 @@ struct FileFingerprint {
 // The fingerprint of `path` (following symbolic links, as reading it does), or nullopt
 // when it cannot be stat'ed.
 std::optional<FileFingerprint> fingerprint_of(const std::string& path);
+// The same from a stat already taken (the folder walk's).
+FileFingerprint fingerprint_from(const struct stat& info);
 
 // A fingerprint taken just before the content was read, and when.
 struct ReadFingerprint {

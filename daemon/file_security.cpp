@@ -47,17 +47,21 @@ std::optional<std::string> manifest_permission_problem(const std::string& file, 
 }
 
 std::optional<std::string> manifest_permission_problem(const std::string& file, const std::string& root, unsigned euid,
-                                                       FolderVerdicts& folders) {
+                                                       FolderVerdicts& folders, const struct stat* link_info) {
   const fs::path top = fs::path(root).lexically_normal();
   const fs::path path = fs::path(file).lexically_normal();
   // One lstat tells a plain file (checked as it is) from a symbolic link (checked by
-  // its target, and its target's folder below); resyncs look at every file.
-  struct stat link_info {};
-  if (::lstat(path.c_str(), &link_info) != 0) {
-    return std::nullopt;  // the loader reports why it cannot be read
+  // its target, and its target's folder below); resyncs look at every file, so the
+  // folder walk's lstat is used when the caller has it.
+  struct stat own_link_info {};
+  if (link_info == nullptr) {
+    if (::lstat(path.c_str(), &own_link_info) != 0) {
+      return std::nullopt;  // the loader reports why it cannot be read
+    }
+    link_info = &own_link_info;
   }
-  const bool symlink = S_ISLNK(link_info.st_mode);
-  if (auto problem = symlink ? path_problem(path, false, euid) : mode_problem(path, link_info, false, euid)) {
+  const bool symlink = S_ISLNK(link_info->st_mode);
+  if (auto problem = symlink ? path_problem(path, false, euid) : mode_problem(path, *link_info, false, euid)) {
     return problem;
   }
   // Every folder from the file's own up to the manifests folder (inclusive).

@@ -4,6 +4,8 @@
 // false); and the daemon's own folders (discovery cache, state) are private to it.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -23,8 +25,9 @@ std::optional<std::string> manifest_permission_problem(const std::string& file, 
 // one scan of many files stats every folder once. Use a fresh map for each scan: a
 // folder's mode may change between scans.
 using FolderVerdicts = std::map<std::string, std::optional<std::string>>;
+// `link_info`: the file's lstat when the caller has it (the folder walk's), else null.
 std::optional<std::string> manifest_permission_problem(const std::string& file, const std::string& root, unsigned euid,
-                                                       FolderVerdicts& folders);
+                                                       FolderVerdicts& folders, const struct stat* link_info = nullptr);
 
 // Creates `dir` (and missing parents) with mode 0700; an existing folder of ours that
 // group or others can enter is tightened to 0700. Errors name the folder.

@@ -65,11 +65,19 @@ class StatesReconciler : public Reconciler {
     std::set<std::string> failed_files;
   };
 
+  // What the folder walk learnt of a file, and when it started (before any of its stats).
+  struct Listed {
+    const manifests::ListedFile* file = nullptr;
+    std::chrono::system_clock::time_point at;
+  };
   // Loads `path` unless its content (and includes) are unchanged. True when (re)loaded.
+  // `listed`: the walk's stats of `path`, used instead of stat'ing it again.
+  bool refresh_file(const std::string& path, Listed listed);
   bool refresh_file(const std::string& path);
-  // Whether the files in `entry.contents` still have that content: a stat each, and a
-  // read only of those whose stat cannot prove it (updating their fingerprints).
-  bool content_unchanged(LoadedFile& entry);
+  // Whether the files in `entry.contents` still have that content: a stat each (the
+  // walk's for the listed file), and a read only of those whose stat cannot prove it
+  // (updating their fingerprints).
+  bool content_unchanged(LoadedFile& entry, Listed listed);
   // Connects when not connected yet; false (with `error`) when the client cannot be built.
   Status connect();
   // Runs the states of `only_files` (all when nullopt) with prune per config.

@@ -182,11 +182,13 @@ bool is_skipped_name(std::string_view name) {
   return name == "4913";  // vim's write-permission probe
 }
 
-// A file found by the walk and its identity (device, inode), from the one stat that
-// also told its type.
+// A file found by the walk, with its lstat and the stat of what it names (its
+// identity, device and inode, is the latter's).
 struct FoundFile {
   std::string path;
-  std::pair<dev_t, ino_t> identity;
+  struct stat link {};
+  struct stat target {};
+  std::pair<dev_t, ino_t> identity() const { return {target.st_dev, target.st_ino}; }
 };
 
 void walk_directory(const fs::path& directory, std::set<fs::path>& visited, std::vector<FoundFile>& files,
@@ -215,8 +217,12 @@ void walk_directory(const fs::path& directory, std::set<fs::path>& visited, std:
       continue;
     }
     fs::path child = directory / name;
+    // One lstat per entry; a symbolic link is followed with a stat.
+    struct stat link {};
     struct stat info {};
-    if (::stat(child.c_str(), &info) != 0) {  // follows symlinks
+    const bool stated = ::lstat(child.c_str(), &link) == 0 &&
+                        (S_ISLNK(link.st_mode) ? ::stat(child.c_str(), &info) == 0 : (info = link, true));
+    if (!stated) {
       if (has_manifest_extension(name)) {
         errors.push_back(
             {{child.string(), 0, 0}, {}, "cannot read (dangling symlink?): " + std::string(std::strerror(errno))});
@@ -226,7 +232,7 @@ void walk_directory(const fs::path& directory, std::set<fs::path>& visited, std:
     if (S_ISDIR(info.st_mode)) {
       walk_directory(child, visited, files, errors);
     } else if (S_ISREG(info.st_mode) && has_manifest_extension(name)) {
-      files.push_back({child.string(), {info.st_dev, info.st_ino}});
+      files.push_back({child.string(), link, info});
     }
   }
 }
@@ -1134,6 +1140,15 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
 
 std::vector<std::string> list_manifest_files(const std::vector<std::string>& paths, std::vector<LoadError>& errors) {
   std::vector<std::string> files;
+  for (auto& listed : list_manifest_files_with_stat(paths, errors)) {
+    files.push_back(std::move(listed.path));
+  }
+  return files;
+}
+
+std::vector<ListedFile> list_manifest_files_with_stat(const std::vector<std::string>& paths,
+                                                      std::vector<LoadError>& errors) {
+  std::vector<ListedFile> files;
   std::set<fs::path> visited_directories;
   // The same file reached twice (two links to one target) is known by its device and
   // inode: one stat per file, where resolving its canonical path took one per folder
@@ -1152,16 +1167,16 @@ std::vector<std::string> list_manifest_files(const std::vector<std::string>& pat
       walk_directory(path, visited_directories, found, errors);
       std::sort(found.begin(), found.end(), [](const FoundFile& a, const FoundFile& b) { return a.path < b.path; });
     } else {
-      struct stat info {};
-      if (::stat(path.c_str(), &info) == 0) {
-        found.push_back({path, {info.st_dev, info.st_ino}});
+      FoundFile file{path, {}, {}};
+      if (::stat(path.c_str(), &file.target) == 0 && ::lstat(path.c_str(), &file.link) == 0) {
+        found.push_back(std::move(file));
       } else if (seen_unreadable.insert(path).second) {
-        files.push_back(path);
+        files.push_back({path, false, {}, {}});
       }
     }
     for (auto& file : found) {
-      if (seen_files.insert(file.identity).second) {
-        files.push_back(std::move(file.path));
+      if (seen_files.insert(file.identity()).second) {
+        files.push_back({std::move(file.path), true, file.link, file.target});
       }
     }
   }

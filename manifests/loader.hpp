@@ -64,6 +64,8 @@
 // listed in `failed_files` so that prune can be held back.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -160,6 +162,19 @@ LoadResult load_text(std::string_view text, const std::string& path, const LoadO
 // The files load_paths would read for these paths, in load order, with errors for
 // paths that do not exist or cannot be listed.
 std::vector<std::string> list_manifest_files(const std::vector<std::string>& paths, std::vector<LoadError>& errors);
+
+// The same files with what the walk learnt of each: the lstat of its name (`link`) and
+// the stat it is read through (`target`: the same unless the name is a symbolic link),
+// so that a caller checking modes or fingerprints of every file (the daemon's resync)
+// need not stat them again. `stated` is false for a path given that could not be stat'ed.
+struct ListedFile {
+  std::string path;
+  bool stated = false;
+  struct stat link {};
+  struct stat target {};
+};
+std::vector<ListedFile> list_manifest_files_with_stat(const std::vector<std::string>& paths,
+                                                      std::vector<LoadError>& errors);
 
 // Cross-state checks over a complete set (see LoadOptions::check_references). Removes
 // states that fail (the later of two conflicting declarations, states whose `require`
