@@ -214,7 +214,7 @@ TEST_CASE("runner: READY after the first reconcile, file changes reconciled, SIG
 
 TEST_CASE("runner: objects a file change took out are pruned by a full reconcile once the folder is quiet") {
   RunningDaemon daemon;
-  daemon.config.prune_delay = 300ms;
+  daemon.config.prune_delay = 1s;
   daemon.reconciler.defer_prune_of_removed_files();
   daemon.start();
   REQUIRE(daemon.wait_for("READY=1"));
@@ -224,7 +224,7 @@ TEST_CASE("runner: objects a file change took out are pruned by a full reconcile
   REQUIRE(added);
   CHECK(*added == "STATUS=1 states: 0 created, 0 updated, 0 deleted, 1 unchanged, 0 failed");
   // Nothing taken out: no full reconcile follows.
-  std::this_thread::sleep_for(500ms);
+  std::this_thread::sleep_for(1200ms);
   CHECK(daemon.reconciler.count("full") == 1);
 
   fs::remove(daemon.manifests / "a.yaml");
@@ -234,8 +234,8 @@ TEST_CASE("runner: objects a file change took out are pruned by a full reconcile
   CHECK(*status ==
         "STATUS=1 states: 0 created, 0 updated, 0 deleted, 1 unchanged, 0 failed, 1 to prune once the "
         "folder is quiet");
-  // A write 150 ms later (the object declared again elsewhere, say) starts the wait again.
-  std::this_thread::sleep_for(150ms);
+  // A write 300 ms later (the object declared again elsewhere, say) starts the wait again.
+  std::this_thread::sleep_for(300ms);
   CHECK(daemon.reconciler.count("full") == 1);
   std::ofstream(daemon.manifests / "b.yaml") << "kind: ConfigMap\n";
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 3; }));
@@ -245,10 +245,10 @@ TEST_CASE("runner: objects a file change took out are pruned by a full reconcile
   const auto& last_write = calls[3];
   const auto& prune = calls[4];
   REQUIRE(prune.kind == "full");
-  CHECK(prune.started - last_write.started >= 280ms);
-  CHECK(prune.started - removal.started >= 430ms);
+  CHECK(prune.started - last_write.started >= 980ms);
+  CHECK(prune.started - removal.started >= 1280ms);
   // One full reconcile: the wait ends with it.
-  std::this_thread::sleep_for(500ms);
+  std::this_thread::sleep_for(1200ms);
   CHECK(daemon.reconciler.count("full") == 2);
   CHECK(daemon.stop_with(SIGTERM) == 0);
 }
