@@ -231,7 +231,8 @@ Status write_cache(const std::string& file, const CacheEntry& entry) {
     }
     written += static_cast<std::size_t>(count);
   }
-  ::fsync(fd);
+  // No fsync: it cost a cold run 1-8 ms (bench/RESULTS.md), and a file a crash left
+  // torn fails its checksum when read, which reads as no cache (discovery asks again).
   ::close(fd);
   if (::rename(temporary.c_str(), file.c_str()) != 0) {
     ::unlink(temporary.c_str());

@@ -114,6 +114,23 @@ TEST_CASE("aggregated discovery fills the mapper, the cache then answers with ze
   REQUIRE(run_sync(session.io, after_corruption.load()).ok());
   CHECK_FALSE(after_corruption.stats().from_cache);
   CHECK(after_corruption.stats().requests == 2);
+
+  // The cache is written without fsync: what a crash can leave (an empty file, the
+  // first blocks of it, or blocks of zeros) is asked again too, never trusted.
+  const std::string whole = kstate::testing::read_file(file);  // rewritten by the refetch
+  DiscoveryClient rewritten(*session.client->transport, session.client->config.server, options);
+  REQUIRE(run_sync(session.io, rewritten.load()).ok());
+  REQUIRE(rewritten.stats().from_cache);
+  const std::vector<std::string> torn_files = {"", whole.substr(0, whole.size() / 2), whole.substr(0, whole.size() - 1),
+                                               std::string(whole.size(), '\0')};
+  for (const auto& torn : torn_files) {
+    kstate::testing::write_file(file, torn);
+    DiscoveryClient after_crash(*session.client->transport, session.client->config.server, options);
+    REQUIRE(run_sync(session.io, after_crash.load()).ok());
+    CHECK_FALSE(after_crash.stats().from_cache);
+    CHECK(after_crash.stats().requests == 2);
+    CHECK(after_crash.mapper().find({"apps", "v1", "Deployment"}) != nullptr);
+  }
 }
 
 TEST_CASE("legacy discovery and both aggregated formats give the same resources", "[discovery]") {
