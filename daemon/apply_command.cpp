@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -60,6 +61,13 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
     err << name << ": no manifest file or directory given (usage: " << name << " PATH...)\n";
     return cli::exit_failed;
   }
+
+  // Where the time of a run goes, at debug level (-v debug): what bench/RESULTS.md's
+  // analysis of a cold apply reads.
+  const auto command_started = std::chrono::steady_clock::now();
+  const auto since_start = [&command_started] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - command_started).count();
+  };
 
   // The manifests start loading on the other CPUs while this thread connects to the API
   // server and reads the ApplySet parent (neither needs the other), then it helps.
@@ -125,7 +133,10 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   options.read_ahead = true;
 
   states::CycleStart start = run_until_complete(io, states::begin_cycle(*(*client)->dynamic, resolver, options));
+  spdlog::debug("timing: API server reached, kinds discovered, ApplySet parent read at {:.1f} ms", since_start());
   manifests::LoadResult loaded = finish_loading(start.read_ahead != nullptr);
+  spdlog::debug("timing: {} states loaded from {} file{} at {:.1f} ms", loaded.states.size(), loaded.files.size(),
+                loaded.files.size() == 1 ? "" : "s", since_start());
   // The loading threads are done: the other CPUs now parse the answers of more than a
   // few kB (the LISTs), while this thread goes on with TLS and the states. A re-apply of
   // 1,000 objects parses 1.5 MB of them (48 -> 45 ms on 2 CPUs, bench/RESULTS.md).
@@ -144,11 +155,13 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   if (start.read_ahead) {
     run_sync(io, start.read_ahead->finished());  // a LIST the engine did not take
   }
+  spdlog::debug("timing: states run and inventory recorded at {:.1f} ms", since_start());
   for (const auto& error : loaded.errors) {
     report.errors.push_back(error.to_string());
   }
   report.failed_files = static_cast<int>(loaded.failed_files.size());
   write_report(out, common, report);
+  spdlog::debug("timing: report written at {:.1f} ms", since_start());
   const int exit_code = report.exit_code();
 #if defined(__SANITIZE_ADDRESS__)
   exit_when_reported = false;  // its leak check needs the teardown
