@@ -164,7 +164,8 @@ const std::vector<KeyEntry>& key_table() {
     add("debounce", "Quiet time after a file event before reconciling (e.g. 20ms)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.debounce; }, true));
     add("prune-delay",
-        "Quiet time after a file change that removed objects before they are pruned (e.g. 2s; 0s: at once)",
+        "Quiet time after a file change that removed objects before they are pruned (e.g. 2s; 15 times this at "
+        "most while files keep changing; 0s: at once)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.prune_delay; }, true));
     add("concurrency", "States run in parallel", int_setter(&DaemonConfig::concurrency, 1, 1024));
     add("qps", "Requests per second sent to the API server", set_qps);

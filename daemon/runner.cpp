@@ -53,6 +53,10 @@ Duration jittered(Duration interval, double fraction, double random01) {
   return Duration(static_cast<Duration::rep>(static_cast<double>(interval.count()) * factor));
 }
 
+Duration prune_wait_limit(Duration prune_delay) {
+  return prune_delay * 15;
+}
+
 void PendingWork::add(const ChangeBatch& batch) {
   if (batch.full_rescan) {
     request_full(batch.rescan_reason);
@@ -138,6 +142,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   asio::steady_timer resync_timer;
   asio::steady_timer prune_timer;  // prune-delay of quiet after a file change that left objects to prune
   bool prune_waiting = false;
+  SteadyClock::time_point prune_due_by{};  // while prune_waiting: when it runs even if the folder is still busy
   asio::steady_timer watchdog_timer;
   asio::steady_timer shutdown_timer;
   asio::steady_timer election_timer;       // the next acquire/renew attempt
@@ -224,16 +229,28 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   // A file change took objects out of the manifests: a full reconcile prunes them once
   // the folder has been quiet for prune-delay, so that a second write that declares
   // them elsewhere (an object moved to another file) comes first. Any full reconcile
-  // (resync, SIGHUP, rescan) prunes them too, and ends the wait.
+  // (resync, SIGHUP, rescan) prunes them too, and ends the wait. A folder that is never
+  // quiet (a generator rewriting a file every second) does not hold the prune back until
+  // the next resync: it runs at the latest prune_wait_limit after the first change.
   void arm_prune() {
+    const auto now = SteadyClock::now();
+    if (!prune_waiting) {
+      prune_due_by = now + prune_wait_limit(config.prune_delay);
+    }
     prune_waiting = true;
-    prune_timer.expires_after(config.prune_delay);  // cancels the wait in progress, if any
-    prune_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    const bool at_limit = now + config.prune_delay >= prune_due_by;
+    // (cancels the wait in progress, if any)
+    prune_timer.expires_at(at_limit ? prune_due_by : now + config.prune_delay);
+    prune_timer.async_wait([self = shared_from_this(), at_limit](const boost::system::error_code& ec) {
       if (ec || self->stopping || !self->prune_waiting) {
         return;
       }
-      self->pending.request_full("prune: objects removed from the manifests, the folder quiet for " +
-                                 format_duration(self->config.prune_delay));
+      self->pending.request_full(at_limit ? "prune: objects removed from the manifests " +
+                                                format_duration(prune_wait_limit(self->config.prune_delay)) +
+                                                " ago, the folder never quiet for " +
+                                                format_duration(self->config.prune_delay)
+                                          : "prune: objects removed from the manifests, the folder quiet for " +
+                                                format_duration(self->config.prune_delay));
       self->wake_up();
     });
   }

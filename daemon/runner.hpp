@@ -31,6 +31,9 @@ Duration startup_backoff(int attempt, Duration initial, Duration maximum);
 // `interval` spread by +/- `fraction` using `random01` in [0, 1), so that several nodes
 // (or a fleet restarted together) do not resync in step.
 Duration jittered(Duration interval, double fraction, double random01);
+// How long objects a file change took out of the manifests wait for the folder to be
+// quiet for prune-delay before they are pruned anyway: 15 prune-delays (30 s by default).
+Duration prune_wait_limit(Duration prune_delay);
 
 // Work waiting for the loop: file changes merged across batches, or a full reconcile.
 class PendingWork {

@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -41,6 +43,13 @@ TEST_CASE("resync jitter spreads the interval by the fraction, driven by the inj
   CHECK(jittered(300s, 0.1, 0.5) == 300s);
   CHECK(jittered(300s, 0.1, 0.999999) > 329s);
   CHECK(jittered(300s, 0.0, 0.9) == 300s);
+}
+
+TEST_CASE("a prune waits for a quiet folder at most 15 prune-delays: 30 s by default, at once with 0s") {
+  using kstate::daemon::prune_wait_limit;
+  CHECK(prune_wait_limit(kstate::daemon::DaemonConfig{}.prune_delay) == 30s);
+  CHECK(prune_wait_limit(500ms) == 7500ms);
+  CHECK(prune_wait_limit(0s) == 0s);
 }
 
 TEST_CASE("pending work merges file batches and a full request covers them") {
@@ -78,6 +87,7 @@ struct RunningDaemon {
   std::unique_ptr<DaemonRunner> runner;
   std::thread loop;
   int exit_code = -1;
+  std::atomic<bool> loop_ended{false};
   std::vector<std::string> messages;
 
   RunningDaemon() {
@@ -97,6 +107,11 @@ struct RunningDaemon {
   ~RunningDaemon() {
     if (loop.joinable()) {
       runner->request_shutdown();
+      // Its messages are read meanwhile: a test that failed early leaves them unread, and
+      // a daemon whose notify socket is full (10 datagrams here) waits to send the next.
+      while (!loop_ended) {
+        next_message(50ms);
+      }
       loop.join();
     }
     std::error_code ignored;
@@ -105,7 +120,10 @@ struct RunningDaemon {
 
   void start() {
     runner = std::make_unique<DaemonRunner>(io, config, reconciler, notifier, registry, metrics, reloader, options);
-    loop = std::thread([this] { exit_code = runner->run(); });
+    loop = std::thread([this] {
+      exit_code = runner->run();
+      loop_ended = true;
+    });
     // Signals are handled once the first STATUS is out.
     auto first = next_message();
     REQUIRE(first);
@@ -250,6 +268,43 @@ TEST_CASE("runner: objects a file change took out are pruned by a full reconcile
   // One full reconcile: the wait ends with it.
   std::this_thread::sleep_for(1200ms);
   CHECK(daemon.reconciler.count("full") == 2);
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
+TEST_CASE("runner: a folder that is never quiet holds a prune back for 15 prune-delays at most") {
+  RunningDaemon daemon;
+  daemon.config.prune_delay = 500ms;  // the limit: 7.5 s
+  daemon.reconciler.defer_prune_of_removed_files();
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  std::ofstream(daemon.manifests / "a.yaml") << "kind: ConfigMap\n";
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
+  fs::remove(daemon.manifests / "a.yaml");
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 2; }));
+
+  // Another file rewritten every 100 ms (a generator, say): never 500 ms of quiet. The
+  // daemon's STATUS messages are read meanwhile, as systemd does.
+  auto last_write = std::chrono::steady_clock::now();
+  auto longest_gap = std::chrono::steady_clock::duration::zero();
+  for (int i = 0; i < 120 && daemon.reconciler.count("full") == 1; ++i) {
+    std::ofstream(daemon.manifests / "busy.yaml") << "kind: ConfigMap\n# " << i << "\n";
+    const auto now = std::chrono::steady_clock::now();
+    longest_gap = std::max(longest_gap, now - last_write);
+    last_write = now;
+    while (std::chrono::steady_clock::now() < now + 100ms) {
+      daemon.next_message(20ms);
+    }
+  }
+  // The prune ran while the writes went on, not after them (they would stop at 12 s).
+  REQUIRE(daemon.reconciler.count("full") == 2);
+  auto calls = daemon.reconciler.calls();
+  const auto& removal = calls[2];
+  const auto prune = std::find_if(calls.begin() + 3, calls.end(), [](const auto& call) { return call.kind == "full"; });
+  REQUIRE(prune != calls.end());
+  CHECK(prune->started - removal.started < 9s);
+  if (longest_gap < 450ms) {  // this machine kept the folder busy: the limit, not quiet, started it
+    CHECK(prune->started - removal.started >= 7400ms);
+  }
   CHECK(daemon.stop_with(SIGTERM) == 0);
 }
 
