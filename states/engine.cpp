@@ -161,7 +161,11 @@ struct Engine::Impl {
   // declared), it does not. Missing from their LIST is not enough (a proxy in front of
   // the API server, e.g. capsule-proxy, may answer it with only some of them): the
   // first pair in it to be read then GETs it by name, while the others in it wait.
+  // A Namespace the inventory does not record (new, on a first apply) is not waited for
+  // in that LIST, which could not prove it absent: its GET goes out at once, and the
+  // pairs in it wait one round trip instead of two.
   struct NamespaceCheck {
+    std::size_t slot = 0;  // the Namespace's state
     bool started = false;
     bool done = false;
     bool absent = false;                           // only when the GET said 404
@@ -331,7 +335,7 @@ struct Engine::Impl {
         namespaces_key = key;
         namespaces_read_by_name = members.size() == 1;
         for (std::size_t i : members) {
-          namespace_checks[slots[i].ref.name];
+          namespace_checks[slots[i].ref.name].slot = i;
         }
       }
       kinds[live_key(*first.resource, "")].push_back(std::move(members));
@@ -412,6 +416,34 @@ struct Engine::Impl {
            made_in_every_namespace(*slot.resource, slot.ref.name);
   }
 
+  asio::awaitable<void> check_finished(NamespaceCheck& check) {
+    if (check.done) {
+      co_return;
+    }
+    if (!check.finished) {
+      check.finished = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
+                                                            asio::steady_timer::time_point::max());
+    }
+    while (!check.done) {
+      boost::system::error_code ignored;
+      co_await check.finished->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+
+  // A declared Namespace is not written while its GET, asking whether it exists, is in
+  // flight: that GET would find this run's own new Namespace, and the pairs in it would
+  // be read for nothing.
+  asio::awaitable<void> namespace_check_finished(std::size_t index) {
+    const Slot& slot = slots[index];
+    if (!slot.resource || namespaces_key.empty() || live_key(*slot.resource, slot.ref.ns) != namespaces_key) {
+      co_return;
+    }
+    auto check = namespace_checks.find(slot.ref.name);
+    if (check != namespace_checks.end() && check->second.started) {
+      co_await check_finished(check->second);
+    }
+  }
+
   // Whether the declared Namespace `ns` does not exist: read once, by the first caller
   // (the others wait for that read). False when it is not declared, or its GET failed
   // (e.g. 403: kstate cannot tell, so its pairs are read).
@@ -420,10 +452,14 @@ struct Engine::Impl {
     if (check == namespace_checks.end() || !namespaces_resource) {
       co_return false;
     }
+    const bool likely_new =
+        !namespaces_read_by_name && options.recorded && !options.recorded(slots[check->second.slot].ref);
     if (namespaces_read_started) {
       // (never waited for before it started: it may be waiting for a free slot)
       LiveSet& namespaces = live_sets[namespaces_key];
-      co_await read_finished(namespaces);
+      if (!likely_new) {
+        co_await read_finished(namespaces);
+      }
       if (namespaces.phase == LiveSet::Phase::read) {
         if (namespaces.objects.count(ns) > 0) {
           co_return false;
@@ -435,16 +471,7 @@ struct Engine::Impl {
     }
     NamespaceCheck& state = check->second;
     if (state.started) {
-      if (!state.done) {
-        if (!state.finished) {
-          state.finished = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                                asio::steady_timer::time_point::max());
-        }
-        while (!state.done) {
-          boost::system::error_code ignored;
-          co_await state.finished->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-        }
-      }
+      co_await check_finished(state);
       co_return state.absent;
     }
     state.started = true;
@@ -1373,6 +1400,7 @@ struct Engine::Impl {
         co_return;
       }
       live = *got;
+      co_await namespace_check_finished(index);
     }
     json::Document desired = slot.prepared ? std::move(*slot.prepared) : desired_object(index);
     slot.prepared.reset();

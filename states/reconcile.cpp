@@ -4,8 +4,16 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
 #include <tuple>
 
 #include "states/inventory.hpp"
@@ -458,6 +466,43 @@ asio::awaitable<Status> write_parent(DynamicClient& client, const ParentSecret& 
   co_return ok_status();
 }
 
+// A write started now and awaited later, on this thread's executor: the cycle sends
+// its pending inventory entries, then plans while they travel. finished() returns
+// however the write ended (an exception too, as an error).
+class InFlightWrite {
+ public:
+  explicit InFlightWrite(const asio::any_io_executor& executor)
+      : executor_(executor),
+        ended_(std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max())) {}
+
+  void start(asio::awaitable<Status> write) {
+    auto wait_for = [](asio::awaitable<Status> pending,
+                       std::shared_ptr<std::optional<Status>> into) -> asio::awaitable<void> {
+      *into = co_await std::move(pending);
+    };
+    asio::co_spawn(executor_, wait_for(std::move(write), result_),
+                   [result = result_, ended = ended_](std::exception_ptr failure) {
+                     if (failure) {
+                       *result = Status(Error(ErrorKind::internal, "internal error while writing the ApplySet parent"));
+                     }
+                     ended->cancel();
+                   });
+  }
+
+  asio::awaitable<Status> finished() {
+    while (!result_->has_value()) {
+      boost::system::error_code ignored;
+      co_await ended_->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    co_return std::move(**result_);
+  }
+
+ private:
+  asio::any_io_executor executor_;
+  std::shared_ptr<asio::steady_timer> ended_;
+  std::shared_ptr<std::optional<Status>> result_ = std::make_shared<std::optional<Status>>();
+};
+
 std::string describe_entry(const InventoryEntry& entry) {
   return entry.kind + "/" + (entry.ns.empty() ? "" : entry.ns + "/") + entry.name;
 }
@@ -570,81 +615,101 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     engine_options.read_ahead = start.read_ahead;
   }
   Engine engine(client, resolver, engine_options);
-  // The states' live objects are read while the pending entries are recorded: reads
-  // may go first, no write goes before that record is on the server (engine.run).
-  const auto planning = Clock::now();
-  co_await engine.start(states);
-  const auto plan_made = Clock::now();
-  if (!test_mode) {
-    if (tracking) {
-      std::set<ObjectKey> declared_now;
-      std::vector<InventoryEntry> intents;
-      for (const auto& state : states) {
-        auto entry = co_await declared_entry(resolver, state, options.engine.default_namespace);
-        if (!entry) {
-          continue;
-        }
-        declared_now.insert(entry->key());
-        const bool runs = !options.only_files || options.only_files->count(state.source.file) > 0;
-        if (runs && loaded.inventory.find(entry->key()) == nullptr) {
-          intents.push_back(*entry);
-        }
+  // Before anything is applied, the pending entries are sent, then the states are
+  // planned and their live objects read while that record is on its way: reads may go
+  // first, no write goes before the record is on the server (engine.run). The record's
+  // round trip hides the planning (1.2 ms for 1,000 states here, more on a slow CPU).
+  const auto preparing = Clock::now();
+  std::optional<InFlightWrite> record;
+  if (!test_mode && tracking) {
+    std::set<ObjectKey> declared_now;
+    std::vector<InventoryEntry> intents;
+    for (const auto& state : states) {
+      auto entry = co_await declared_entry(resolver, state, options.engine.default_namespace);
+      if (!entry) {
+        continue;
       }
-      // Whole seconds, as the inventory stores them, so that what this cycle writes
-      // compares equal to what it reads back.
-      const std::chrono::system_clock::time_point now = std::chrono::floor<std::chrono::seconds>(options.now());
-      co_await recover_pending(client, resolver, loaded.inventory, declared_now, id, options.engine.default_namespace,
-                               now);
-      // An index, not a search per intent: a cold apply of N objects has N intents.
-      std::map<ObjectKey, std::size_t> pending_at;
-      for (std::size_t i = 0; i < loaded.inventory.pending.size(); ++i) {
-        pending_at.emplace(loaded.inventory.pending[i].key(), i);
-      }
-      for (auto& intent : intents) {
-        ObjectKey key = intent.key();
-        if (loaded.inventory.find(key) != nullptr) {
-          continue;
-        }
-        auto pending = pending_at.find(key);
-        if (pending == pending_at.end()) {
-          intent.since = now;
-          pending_at.emplace(std::move(key), loaded.inventory.pending.size());
-          loaded.inventory.pending.push_back(std::move(intent));
-        } else {
-          // Applied again by this cycle, which may die with that request in flight
-          // too: the grace period starts again when a later cycle finds it missing.
-          InventoryEntry& entry = loaded.inventory.pending[pending->second];
-          if (!entry.since) {
-            entry.since = now;
-          }
-          entry.missing_since.reset();
-        }
-      }
-      std::sort(loaded.inventory.pending.begin(), loaded.inventory.pending.end(),
-                [](const InventoryEntry& a, const InventoryEntry& b) { return a.key_fields() < b.key_fields(); });
-      if (!(loaded.inventory == original)) {
-        const auto writing = Clock::now();
-        auto written = co_await write_parent(client, parent, options, loaded.inventory);
-        spdlog::debug(
-            "timing: states planned in {:.1f} ms, {} pending inventory entries prepared in {:.1f} ms and recorded "
-            "before any write in {:.1f} ms",
-            std::chrono::duration<double, std::milli>(plan_made - planning).count(), loaded.inventory.pending.size(),
-            std::chrono::duration<double, std::milli>(writing - plan_made).count(),
-            std::chrono::duration<double, std::milli>(Clock::now() - writing).count());
-        if (written.ok()) {
-          on_server = &loaded.inventory;
-        } else {
-          RunReport report;
-          report.errors.push_back(
-              "inventory: cannot record the objects about to be applied in the ApplySet parent "
-              "Secret " +
-              parent_name + ": " + written.error().describe() + " (nothing applied, nothing pruned)");
-          report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-          co_await engine.abandon();
-          co_return report;
-        }
+      declared_now.insert(entry->key());
+      const bool runs = !options.only_files || options.only_files->count(state.source.file) > 0;
+      if (runs && loaded.inventory.find(entry->key()) == nullptr) {
+        intents.push_back(*entry);
       }
     }
+    // Whole seconds, as the inventory stores them, so that what this cycle writes
+    // compares equal to what it reads back.
+    const std::chrono::system_clock::time_point now = std::chrono::floor<std::chrono::seconds>(options.now());
+    co_await recover_pending(client, resolver, loaded.inventory, declared_now, id, options.engine.default_namespace,
+                             now);
+    // An index, not a search per intent: a cold apply of N objects has N intents.
+    std::map<ObjectKey, std::size_t> pending_at;
+    for (std::size_t i = 0; i < loaded.inventory.pending.size(); ++i) {
+      pending_at.emplace(loaded.inventory.pending[i].key(), i);
+    }
+    for (auto& intent : intents) {
+      ObjectKey key = intent.key();
+      if (loaded.inventory.find(key) != nullptr) {
+        continue;
+      }
+      auto pending = pending_at.find(key);
+      if (pending == pending_at.end()) {
+        intent.since = now;
+        pending_at.emplace(std::move(key), loaded.inventory.pending.size());
+        loaded.inventory.pending.push_back(std::move(intent));
+      } else {
+        // Applied again by this cycle, which may die with that request in flight
+        // too: the grace period starts again when a later cycle finds it missing.
+        InventoryEntry& entry = loaded.inventory.pending[pending->second];
+        if (!entry.since) {
+          entry.since = now;
+        }
+        entry.missing_since.reset();
+      }
+    }
+    std::sort(loaded.inventory.pending.begin(), loaded.inventory.pending.end(),
+              [](const InventoryEntry& a, const InventoryEntry& b) { return a.key_fields() < b.key_fields(); });
+    if (!(loaded.inventory == original)) {
+      // loaded.inventory is not changed until the record is answered.
+      record.emplace(co_await asio::this_coro::executor);
+      record->start(write_parent(client, parent, options, loaded.inventory));
+      // Lets the write run until it waits for the network (it is queued first), so that
+      // the request is on its way before the planning starts.
+      co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+    }
+  }
+  const auto planning = Clock::now();
+  // Not left while the record is in flight: it refers to this frame.
+  std::exception_ptr planning_failed;
+  try {
+    co_await engine.start(states);
+  } catch (...) {
+    planning_failed = std::current_exception();
+  }
+  const auto plan_made = Clock::now();
+  if (record) {
+    Status written = co_await record->finished();
+    if (planning_failed) {
+      std::rethrow_exception(planning_failed);
+    }
+    spdlog::debug(
+        "timing: {} pending inventory entries prepared in {:.1f} ms, states planned in {:.1f} ms, the entries "
+        "recorded before any write {:.1f} ms after they were sent",
+        loaded.inventory.pending.size(), std::chrono::duration<double, std::milli>(planning - preparing).count(),
+        std::chrono::duration<double, std::milli>(plan_made - planning).count(),
+        std::chrono::duration<double, std::milli>(Clock::now() - planning).count());
+    if (written.ok()) {
+      on_server = &loaded.inventory;
+    } else {
+      RunReport report;
+      report.errors.push_back(
+          "inventory: cannot record the objects about to be applied in the ApplySet parent "
+          "Secret " +
+          parent_name + ": " + written.error().describe() + " (nothing applied, nothing pruned)");
+      report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+      co_await engine.abandon();
+      co_return report;
+    }
+  } else if (planning_failed) {
+    std::rethrow_exception(planning_failed);
   }
 
   const auto running = Clock::now();

@@ -194,8 +194,9 @@ TEST_CASE("apply -v debug says where a run's time went (what bench/RESULTS.md re
   const std::vector<std::string> steps = {
       "timing: API server reached, kinds discovered, ApplySet parent read at ",
       "timing: 4 states loaded from 2 files at ",
-      "timing: states planned in ",
-      "4 pending inventory entries prepared in ",
+      "timing: 4 pending inventory entries prepared in ",
+      ", states planned in ",
+      ", the entries recorded before any write ",
       "timing: 4 states run in ",
       "timing: states run and inventory recorded at ",
       "timing: report written at ",

@@ -4,6 +4,7 @@
 // when listing across namespaces is not allowed.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,6 +130,7 @@ TEST_CASE("a re-apply reads each kind kstate owns once across namespaces, select
   CHECK(cluster.lists_per_namespace("configmaps") == 1);
   CHECK(cluster.queries_of("/api/v1/namespaces/team-a/secrets/token").size() == 1);
   CHECK(cluster.queries_of("/api/v1/namespaces/team-b/secrets/token").empty());
+  UNSCOPED_INFO(cluster.emulator.request_log());
   CHECK(cluster.queries_of("/api/v1/namespaces/team-c/secrets/token").empty());
   // The foreign ConfigMap was read: it is updated from red to blue, not "created".
   CHECK(first.out.find("-  color: red") != std::string::npos);
@@ -203,6 +205,7 @@ TEST_CASE("a declared namespace whose existence cannot be read has its objects r
   CHECK(cluster.queries_of("/api/v1/namespaces/team-b/secrets/token").size() == 1);
   // The two it could read as absent: nothing read in them.
   CHECK(cluster.queries_of("/api/v1/namespaces/team-c/configmaps").empty());
+  UNSCOPED_INFO(cluster.emulator.request_log());
   CHECK(cluster.queries_of("/api/v1/namespaces/team-c/secrets/token").empty());
   CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-c/configmaps/two").status == 200);
 }
@@ -389,4 +392,96 @@ TEST_CASE("a declared kube-root-ca.crt's data is put back by kube-controller-man
   CHECK(first.out.find("Note: ConfigMap kube-public/kube-root-ca.crt") == std::string::npos);  // labels only
   auto tested = run_kstate(cluster, "test");
   CHECK(tested.out.find("Note: ConfigMap default/kube-root-ca.crt (") != std::string::npos);
+}
+
+TEST_CASE("a first apply asks for each new Namespace by name without waiting for the Namespaces' LIST") {
+  Cluster cluster;
+  write_manifests(cluster.work.path() / "manifests");
+  // The LIST of the declared Namespaces (their own pair's read) is held at the server.
+  // Missing from it would not prove a Namespace absent anyway (a proxy may filter it),
+  // so the GET of each new one, which decides whether its objects need reading, goes
+  // out meanwhile: one round trip before the first write instead of two.
+  cluster.emulator.set_faults(R"({"latencyMs":600000,"method":"GET","path":"/api/v1/namespaces"})");
+  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", (cluster.work.path() / "manifests").string(),
+                                          "--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                          (cluster.work.path() / "cache").string()});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto asked_for_each = [&cluster] {
+    for (const auto& ns : namespaces) {
+      if (cluster.queries_of("/api/v1/namespaces/" + ns).empty()) {
+        return false;
+      }
+    }
+    return true;
+  };
+  while ((cluster.emulator.count_delayed("GET", "/api/v1/namespaces") == 0 || !asked_for_each()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(cluster.emulator.count_delayed("GET", "/api/v1/namespaces") == 1);
+  for (const auto& ns : namespaces) {
+    INFO(ns);
+    CHECK(cluster.queries_of("/api/v1/namespaces/" + ns).size() == 1);
+    CHECK(cluster.emulator.count_requests("PATCH", "/api/v1/namespaces/" + ns) == 0);
+  }
+  cluster.emulator.clear_faults();
+  cluster.emulator.release_delayed();
+  int exit_code = -1;
+  const auto exit_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < exit_deadline) {
+    if (!run.running()) {
+      exit_code = run.stop(SIGTERM);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(exit_code == 0);
+  for (const auto& ns : namespaces) {
+    INFO(ns);
+    CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/" + ns + "/secrets/token").status == 200);
+  }
+  CHECK(cluster.lists_per_namespace("configmaps") == 0);  // found absent: nothing in them to read
+
+  // Recorded now: a re-apply finds them in the LIST and asks for none by name.
+  cluster.emulator.reset_request_log();
+  REQUIRE(cluster.apply().exit_code == 0);
+  CHECK(cluster.queries_of("/api/v1/namespaces").size() == 1);
+  for (const auto& ns : namespaces) {
+    CHECK(cluster.queries_of("/api/v1/namespaces/" + ns).empty());
+  }
+}
+
+TEST_CASE("a new Namespace is not created while kstate asks whether it exists") {
+  Cluster cluster;
+  write_manifests(cluster.work.path() / "manifests");
+  // The GET that decides whether team-c's objects need reading is held at the server.
+  // Creating team-c meanwhile would let that GET find this run's own Namespace, and its
+  // (empty) pairs would be read for nothing.
+  cluster.emulator.set_faults(R"({"latencyMs":600000,"method":"GET","path":"/api/v1/namespaces/team-c"})");
+  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", (cluster.work.path() / "manifests").string(),
+                                          "--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                          (cluster.work.path() / "cache").string()});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (cluster.emulator.count_delayed("GET", "/api/v1/namespaces/team-c") == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(cluster.emulator.count_delayed("GET", "/api/v1/namespaces/team-c") == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(cluster.emulator.count_requests("PATCH", "/api/v1/namespaces/team-c") == 0);
+  cluster.emulator.clear_faults();
+  cluster.emulator.release_delayed();
+  int exit_code = -1;
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!run.running()) {
+      exit_code = run.stop(SIGTERM);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(exit_code == 0);
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-c/configmaps").empty());
+  CHECK(cluster.queries_of("/api/v1/namespaces/team-c/secrets/token").empty());
+  CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-c/secrets/token").status == 200);
 }
