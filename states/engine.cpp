@@ -110,7 +110,7 @@ struct Engine::Impl {
     // (EngineOptions::prepare_ahead); present() takes it.
     std::optional<json::Document> prepared;
     bool present_started = false;
-    std::optional<ApiResource> resource;
+    std::shared_ptr<const ApiResource> resource;  // shared by the states of one kind
     std::optional<Error> resolve_error;
     ObjectRef ref;
     StateResult result;
@@ -154,6 +154,10 @@ struct Engine::Impl {
     bool across_namespaces = false;
   };
   std::vector<PrefetchWork> prefetch_work;
+  // Engine::start resolves each kind once, not once per state (later resolutions, of
+  // the kinds CRDs add, ask the resolver each time).
+  bool resolving_up_front = false;
+  std::map<GroupVersionKind, std::shared_ptr<const ApiResource>> kinds_resolved_up_front;
   // Whether a Namespace the states declare exists. One that does not holds no object,
   // so its pairs are not read: a first apply into new namespaces sends one read per
   // namespace, not one per kind and namespace. The Namespaces' own pair read answers
@@ -276,6 +280,16 @@ struct Engine::Impl {
     slot.ref.gvk = make_gvk(json::string_or(json::find(object, "apiVersion"), ""),
                             json::string_or(json::find(object, "kind"), ""));
     slot.ref.name = string_at(object, {"metadata", "name"});
+    std::shared_ptr<const ApiResource> known;
+    if (resolving_up_front) {
+      if (auto found = kinds_resolved_up_front.find(slot.ref.gvk); found != kinds_resolved_up_front.end()) {
+        known = found->second;
+      }
+    }
+    if (known) {
+      set_resource(index, std::move(known));
+      co_return;
+    }
     auto resource = co_await resolver.resolve(slot.ref.gvk);
     if (!resource.ok() && resource.error().kind == ErrorKind::not_found && crd_established_since_refresh) {
       crd_established_since_refresh = false;
@@ -286,14 +300,23 @@ struct Engine::Impl {
       slot.resolve_error = resource.error();
       co_return;
     }
-    slot.resource = *resource;
+    auto shared = std::make_shared<const ApiResource>(std::move(resource).value());
+    if (resolving_up_front) {
+      kinds_resolved_up_front.emplace(slot.ref.gvk, shared);
+    }
+    set_resource(index, std::move(shared));
+  }
+
+  void set_resource(std::size_t index, std::shared_ptr<const ApiResource> resource) {
+    Slot& slot = slots[index];
     slot.resolve_error.reset();
     if (resource->namespaced) {
-      std::string ns = string_at(object, {"metadata", "namespace"});
+      std::string ns = string_at(states[index].object, {"metadata", "namespace"});
       slot.ref.ns = ns.empty() ? options.default_namespace : ns;
     } else {
       slot.ref.ns.clear();
     }
+    slot.resource = std::move(resource);
   }
 
   // --- live objects -----------------------------------------------------------
@@ -1236,7 +1259,7 @@ struct Engine::Impl {
         fail(index, resource.error().describe());
         co_return;
       }
-      slot.resource = *resource;
+      slot.resource = std::make_shared<const ApiResource>(std::move(resource).value());
       slot.resolve_error.reset();
       name_custom_resource(index, crd);
       const bool fresh = true;
@@ -2010,10 +2033,13 @@ asio::awaitable<void> Engine::start(std::vector<manifests::State>& states) {
   // Resolve every kind up front (discovery is cached) so live objects can be read
   // in one request per (resource, namespace); kinds of CRDs created by this run
   // resolve later, when their state runs.
+  impl.resolving_up_front = true;
   for (std::size_t i = 0; i < states.size(); ++i) {
     impl.slots[i].selected = !options_.selected || options_.selected(states[i]);
     co_await impl.resolve(i);
   }
+  impl.resolving_up_front = false;
+  impl.kinds_resolved_up_front.clear();
   impl.planned = plan_order(impl.plan_items());
   if (!impl.planned->ok()) {
     co_return;

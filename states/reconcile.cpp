@@ -297,8 +297,13 @@ asio::awaitable<std::map<ObjectKey, std::string>> foreign_contents(DynamicClient
 // The key of the object a state declares, before the engine runs (namespace defaulted
 // when discovery knows the kind is namespaced; as written when the kind is not known
 // yet). nullopt for states that declare no named object.
+// Whether each kind is namespaced (nullopt: the resolver does not know it), resolved
+// once per cycle instead of once per state.
+using NamespacedKinds = std::map<GroupVersionKind, std::optional<bool>>;
+
 asio::awaitable<std::optional<InventoryEntry>> declared_entry(KindResolver& resolver, const manifests::State& state,
-                                                              const std::string& default_namespace) {
+                                                              const std::string& default_namespace,
+                                                              NamespacedKinds& kinds) {
   if (state.function != manifests::Function::object_present) {
     co_return std::nullopt;
   }
@@ -322,9 +327,13 @@ asio::awaitable<std::optional<InventoryEntry>> declared_entry(KindResolver& reso
   if (entry.name.empty() || entry.kind.empty()) {
     co_return std::nullopt;
   }
-  auto resource = co_await resolver.resolve(gvk);
-  if (resource.ok()) {
-    entry.ns = resource->namespaced ? (entry.ns.empty() ? default_namespace : entry.ns) : std::string();
+  auto known = kinds.find(gvk);
+  if (known == kinds.end()) {
+    auto resource = co_await resolver.resolve(gvk);
+    known = kinds.emplace(gvk, resource.ok() ? std::optional<bool>(resource->namespaced) : std::nullopt).first;
+  }
+  if (known->second) {
+    entry.ns = *known->second ? (entry.ns.empty() ? default_namespace : entry.ns) : std::string();
   }
   co_return entry;
 }
@@ -622,17 +631,23 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   const auto preparing = Clock::now();
   std::optional<InFlightWrite> record;
   if (!test_mode && tracking) {
+    // What the states declare matters to earlier cycles' pending entries only.
+    const bool earlier_pending = !loaded.inventory.pending.empty();
     std::set<ObjectKey> declared_now;
     std::vector<InventoryEntry> intents;
+    NamespacedKinds kinds;
     for (const auto& state : states) {
-      auto entry = co_await declared_entry(resolver, state, options.engine.default_namespace);
+      auto entry = co_await declared_entry(resolver, state, options.engine.default_namespace, kinds);
       if (!entry) {
         continue;
       }
-      declared_now.insert(entry->key());
+      ObjectKey key = entry->key();
       const bool runs = !options.only_files || options.only_files->count(state.source.file) > 0;
-      if (runs && loaded.inventory.find(entry->key()) == nullptr) {
-        intents.push_back(*entry);
+      if (runs && loaded.inventory.find(key) == nullptr) {
+        intents.push_back(std::move(*entry));
+      }
+      if (earlier_pending) {
+        declared_now.insert(std::move(key));
       }
     }
     // Whole seconds, as the inventory stores them, so that what this cycle writes
@@ -640,33 +655,41 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     const std::chrono::system_clock::time_point now = std::chrono::floor<std::chrono::seconds>(options.now());
     co_await recover_pending(client, resolver, loaded.inventory, declared_now, id, options.engine.default_namespace,
                              now);
-    // An index, not a search per intent: a cold apply of N objects has N intents.
-    std::map<ObjectKey, std::size_t> pending_at;
-    for (std::size_t i = 0; i < loaded.inventory.pending.size(); ++i) {
-      pending_at.emplace(loaded.inventory.pending[i].key(), i);
-    }
-    for (auto& intent : intents) {
-      ObjectKey key = intent.key();
-      if (loaded.inventory.find(key) != nullptr) {
+    // Pending from now on, unless recorded meanwhile (recover_pending) or already pending
+    // from an earlier cycle. Sorted first, so that both lists are walked once: a cold
+    // apply of N objects has N intents.
+    const auto by_key = [](const InventoryEntry& a, const InventoryEntry& b) {
+      return a.key_fields() < b.key_fields();
+    };
+    std::stable_sort(intents.begin(), intents.end(), by_key);
+    // Declared twice: the first counts.
+    const auto same_key = [](const InventoryEntry& a, const InventoryEntry& b) {
+      return a.key_fields() == b.key_fields();
+    };
+    intents.erase(std::unique(intents.begin(), intents.end(), same_key), intents.end());
+    std::vector<InventoryEntry>& pending = loaded.inventory.pending;
+    const std::size_t earlier = pending.size();  // sorted by key, one per key
+    std::size_t at = 0;
+    for (InventoryEntry& intent : intents) {
+      if (earlier_pending && loaded.inventory.find(intent.key()) != nullptr) {
         continue;
       }
-      auto pending = pending_at.find(key);
-      if (pending == pending_at.end()) {
-        intent.since = now;
-        pending_at.emplace(std::move(key), loaded.inventory.pending.size());
-        loaded.inventory.pending.push_back(std::move(intent));
-      } else {
+      while (at < earlier && by_key(pending[at], intent)) {
+        ++at;
+      }
+      if (at < earlier && pending[at].key_fields() == intent.key_fields()) {
         // Applied again by this cycle, which may die with that request in flight
         // too: the grace period starts again when a later cycle finds it missing.
-        InventoryEntry& entry = loaded.inventory.pending[pending->second];
-        if (!entry.since) {
-          entry.since = now;
+        if (!pending[at].since) {
+          pending[at].since = now;
         }
-        entry.missing_since.reset();
+        pending[at].missing_since.reset();
+        continue;
       }
+      intent.since = now;
+      pending.push_back(std::move(intent));
     }
-    std::sort(loaded.inventory.pending.begin(), loaded.inventory.pending.end(),
-              [](const InventoryEntry& a, const InventoryEntry& b) { return a.key_fields() < b.key_fields(); });
+    std::inplace_merge(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(earlier), pending.end(), by_key);
     if (!(loaded.inventory == original)) {
       // loaded.inventory is not changed until the record is answered.
       record.emplace(co_await asio::this_coro::executor);

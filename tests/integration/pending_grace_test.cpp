@@ -198,3 +198,34 @@ TEST_CASE("pending entries written before kstate recorded times are dropped when
   CHECK(recorded_names(emulator, "pending").empty());
   CHECK(recorded_names(emulator, "entries") == std::set<std::string>{"other"});
 }
+
+TEST_CASE("a pending entry applied again keeps when it was added, once, next to the new ones") {
+  Emulator emulator;
+  TempDir work{"kstate-pending-again"};
+  const fs::path dir = work.path() / "manifests";
+  InProcessKstate kstate(emulator, work.path() / "cache");
+  write_file(dir / "a.yaml", config_map("a-first"));
+  write_file(dir / "m.yaml", config_map("m-again"));
+  emulator.set_faults(
+      R"({"failNext":100,"failCode":400,"method":"PATCH","path":"/api/v1/namespaces/default/configmaps/m-again"})");
+  const auto added = kstate.now;
+  REQUIRE(kstate.cycle(dir).failed() == 1);
+  REQUIRE(recorded_names(emulator, "pending") == std::set<std::string>{"m-again"});
+
+  // Still declared and still failing, now among new objects sorted before and after it.
+  write_file(dir / "b.yaml", config_map("b-new") + "---\n" + config_map("z-new"));
+  kstate.now = added + std::chrono::seconds(30);
+  REQUIRE(kstate.cycle(dir).failed() == 1);
+  states::Inventory inventory = recorded(emulator);
+  REQUIRE(inventory.pending.size() == 1);
+  CHECK(inventory.pending[0].name == "m-again");
+  CHECK(inventory.pending[0].since == added);  // its grace period is not restarted by a retry
+  CHECK_FALSE(inventory.pending[0].missing_since);
+  CHECK(recorded_names(emulator, "entries") == std::set<std::string>{"a-first", "b-new", "z-new"});
+
+  // Applied at last: recorded, nothing left pending.
+  emulator.clear_faults();
+  REQUIRE(kstate.cycle(dir).failed() == 0);
+  CHECK(recorded_names(emulator, "pending").empty());
+  CHECK(recorded_names(emulator, "entries") == std::set<std::string>{"a-first", "b-new", "m-again", "z-new"});
+}
