@@ -96,10 +96,7 @@ class DocumentBuilder {
   bool too_deep_ = false;
 };
 
-}  // namespace
-
-Result<Document> parse(std::string_view text) {
-  Document doc;
+Result<Document> parse_into(Document doc, std::string_view text) {
   rapidjson::Reader reader;
   rapidjson::MemoryStream bytes(text.data(), text.size());
   rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> stream(bytes);
@@ -119,6 +116,16 @@ Result<Document> parse(std::string_view text) {
                  "invalid JSON at offset " + std::to_string(reader.GetErrorOffset()) + ": " + what);
   }
   return doc;
+}
+
+}  // namespace
+
+Result<Document> parse(std::string_view text) {
+  return parse_into(Document(), text);
+}
+
+Result<Document> parse(std::string_view text, Allocator& pool) {
+  return parse_into(Document(&pool), text);
 }
 
 std::string dump(const Value& value) {

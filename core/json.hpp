@@ -59,6 +59,8 @@ using Allocator = PoolAllocator;
 
 // Parses text into a document; errors name the byte offset.
 Result<Document> parse(std::string_view text);
+// The same, its values allocated from `pool`, which must outlive the document.
+Result<Document> parse(std::string_view text, Allocator& pool);
 // Compact and indented (2 spaces) serialisation.
 std::string dump(const Value& value);
 std::string dump_pretty(const Value& value);

@@ -45,12 +45,9 @@ manifests::State copy_state(const manifests::State& state, const std::string& ob
   manifests::State copy;
   copy.id = state.id;
   copy.function = state.function;
-  // json::parse (exact number conversion, depth limit), then into the shared pool;
-  // the parsed document's own chunk is freed at once and reused by the next state.
-  if (auto parsed = json::parse(object_json); parsed.ok()) {
-    json::Document object(&pool);
-    object.CopyFrom(*parsed, pool);
-    copy.object = std::move(object);
+  // json::parse (exact number conversion, depth limit), straight into the shared pool.
+  if (auto parsed = json::parse(object_json, pool); parsed.ok()) {
+    copy.object = std::move(parsed).value();
   }
   copy.strategy = state.strategy;
   copy.strategy_given = state.strategy_given;

@@ -637,12 +637,15 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     std::vector<InventoryEntry> intents;
     NamespacedKinds kinds;
     for (const auto& state : states) {
+      const bool runs = !options.only_files || options.only_files->count(state.source.file) > 0;
+      if (!runs && !earlier_pending) {
+        continue;  // (a daemon's one-file cycle: the other files' states)
+      }
       auto entry = co_await declared_entry(resolver, state, options.engine.default_namespace, kinds);
       if (!entry) {
         continue;
       }
       ObjectKey key = entry->key();
-      const bool runs = !options.only_files || options.only_files->count(state.source.file) > 0;
       if (runs && loaded.inventory.find(key) == nullptr) {
         intents.push_back(std::move(*entry));
       }

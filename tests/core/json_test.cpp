@@ -54,6 +54,25 @@ TEST_CASE("a thousand small documents reserve about what they hold") {
   CHECK(json::string_or(json::find_path(documents[999], {"metadata", "name"}), "") == "app-999");
 }
 
+TEST_CASE("documents parsed into one shared pool keep their values there, and errors are the same") {
+  json::Allocator pool;
+  std::vector<json::Document> documents;
+  for (int i = 0; i < 100; ++i) {
+    auto parsed = json::parse(small_object(i), pool);
+    REQUIRE(parsed.ok());
+    CHECK(&parsed->GetAllocator() == &pool);
+    documents.push_back(std::move(parsed).value());
+  }
+  CHECK(pool.reserved_bytes() > 100 * 500);  // the values live in the pool, not in 100 own ones
+  CHECK(json::string_or(json::find_path(documents[42], {"metadata", "name"}), "") == "app-42");
+  CHECK(json::dump(documents[7]) == json::dump(*json::parse(small_object(7))));
+
+  auto broken = json::parse(R"({"a": [1, 2})", pool);
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.error().message == json::parse(R"({"a": [1, 2})").error().message);
+  CHECK(broken.error().message.find("offset 11") != std::string::npos);
+}
+
 TEST_CASE("pool allocator: the last block grows in place, others move with their contents") {
   json::PoolAllocator pool;
   auto* first = static_cast<char*>(pool.Malloc(16));
