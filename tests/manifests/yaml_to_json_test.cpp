@@ -168,6 +168,26 @@ TEST_CASE("Invalid UTF-8 and control characters are rejected with their position
   CHECK(bom.errors.empty());
 }
 
+TEST_CASE("The position of a bad character counts lines by LF and columns by characters, not bytes", "[yaml]") {
+  // 'é' is two bytes and '🙂' four: one column each. CR is a column like any other.
+  auto control = parse_yaml_documents("a: 1\r\nb: \"h\xC3\xA9llo \xF0\x9F\x99\x82\" \x01\n");
+  REQUIRE(control.errors.size() == 1);
+  CHECK(control.errors[0].position.line == 2);
+  CHECK(control.errors[0].position.column == 14);
+  CHECK_THAT(control.errors[0].message, Catch::Contains("control characters"));
+  auto cut = parse_yaml_documents("a: 1\n\nc: \xC3\xA9\xC3");
+  REQUIRE(cut.errors.size() == 1);
+  CHECK(cut.errors[0].position.line == 3);
+  CHECK(cut.errors[0].position.column == 5);
+  CHECK_THAT(cut.errors[0].message, Catch::Contains("incomplete UTF-8"));
+  auto first = parse_yaml_documents("\x7F");
+  REQUIRE(first.errors.size() == 1);
+  CHECK(first.errors[0].position.line == 1);
+  CHECK(first.errors[0].position.column == 1);
+  auto clean = parse_yaml_documents("a: \"\xE2\x82\xAC \xF0\x9F\x99\x82\"\n");  // € and 🙂
+  CHECK(clean.errors.empty());
+}
+
 TEST_CASE("Limits: alias expansion (billion laughs) is bounded", "[yaml][limits]") {
   std::string laughs = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
   char previous = 'a';
