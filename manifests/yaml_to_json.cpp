@@ -7,13 +7,17 @@
 #include <openssl/evp.h>
 #include <yaml.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <limits>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace kstate::manifests {
 
@@ -28,19 +32,52 @@ constexpr std::string_view kTagPrefix = "tag:yaml.org,2002:";
 
 }  // namespace
 
+// One node of a document's tree. The tree is kept after conversion to answer "where
+// was this value?", so it is compact: scalar and tag text live in the arena's one
+// buffer, and children are linked (first child, next sibling) instead of each
+// collection owning a vector. A mapping's children alternate key, value.
 struct YamlNode {
   NodeKind kind = NodeKind::null;
   TagKind tag_kind = TagKind::plain;
   TextPosition position;
-  std::string tag;  // only for TagKind::explicit_tag
-  std::string value;
-  std::vector<int> children;                // sequence items, or mapping key/value pairs
-  std::vector<std::string> converted_keys;  // mapping: JSON key of each pair ("" when unknown)
+  std::uint32_t value_offset = 0;  // scalar text in YamlNodeArena::text
+  std::uint32_t value_length = 0;
+  std::uint32_t tag_offset = 0;  // only for TagKind::explicit_tag
+  std::uint32_t tag_length = 0;
+  int first_child = -1;
+  int next_sibling = -1;
+  int child_count = 0;
   int alias_target = -1;
+  // A mapping key's JSON key once converted: kKeyUnknown, kKeyIsText (the key is the
+  // node's own text, the common case), or an index into YamlNodeArena::converted_keys.
+  int converted_key = -1;
 };
+
+constexpr int kKeyUnknown = -1;
+constexpr int kKeyIsText = -2;
 
 struct YamlNodeArena {
   std::vector<YamlNode> nodes;
+  std::string text;
+  std::deque<std::string> converted_keys;  // a deque: views into it stay valid as it grows
+
+  std::string_view value(const YamlNode& node) const {
+    return std::string_view(text).substr(node.value_offset, node.value_length);
+  }
+  std::string_view tag(const YamlNode& node) const {
+    return std::string_view(text).substr(node.tag_offset, node.tag_length);
+  }
+  const YamlNode& at(int index) const { return nodes[static_cast<std::size_t>(index)]; }
+  // The JSON key of mapping key `node`, or nullopt when it was not converted.
+  std::optional<std::string_view> converted_key(const YamlNode& node) const {
+    if (node.converted_key == kKeyIsText) {
+      return value(node);
+    }
+    if (node.converted_key >= 0) {
+      return std::string_view(converted_keys[static_cast<std::size_t>(node.converted_key)]);
+    }
+    return std::nullopt;
+  }
 };
 
 namespace {
@@ -220,12 +257,19 @@ class TreeBuilder {
       case YAML_DOCUMENT_START_EVENT:
         current_ = Built{};
         current_.arena = std::make_shared<YamlNodeArena>();
+        // The documents of one file tend to be alike: sized like the previous one, the
+        // arena grows rarely (each growth moves it, ~10% of parsing a manifest).
+        current_.arena->nodes.reserve(previous_nodes_);
+        current_.arena->text.reserve(previous_text_);
         current_.start = to_position(event.start_mark);
         document_start_offset_ = event.start_mark.index;
         stack_.clear();
+        last_child_.clear();
         anchors_.clear();
         return true;
       case YAML_DOCUMENT_END_EVENT:
+        previous_nodes_ = current_.arena->nodes.size();
+        previous_text_ = current_.arena->text.size();
         documents.push_back(std::move(current_));
         return true;
       case YAML_SCALAR_EVENT: {
@@ -235,10 +279,12 @@ class TreeBuilder {
         }
         int index = add_node(event.start_mark, NodeKind::scalar);
         YamlNode& node = nodes()[static_cast<std::size_t>(index)];
-        node.value.assign(reinterpret_cast<const char*>(scalar.value), scalar.length);
+        std::string& text = current_.arena->text;
+        node.value_offset = static_cast<std::uint32_t>(text.size());
+        node.value_length = static_cast<std::uint32_t>(scalar.length);
+        text.append(reinterpret_cast<const char*>(scalar.value), scalar.length);
         if (scalar.tag != nullptr && std::string_view(reinterpret_cast<const char*>(scalar.tag)) != "!") {
-          node.tag_kind = TagKind::explicit_tag;
-          node.tag = reinterpret_cast<const char*>(scalar.tag);
+          set_tag(node, scalar.tag);
         } else {
           // go-yaml: untagged plain scalars are resolved; quoted, block and "!" ones are strings.
           node.tag_kind =
@@ -271,6 +317,7 @@ class TreeBuilder {
       case YAML_MAPPING_END_EVENT:
         if (!stack_.empty()) {
           stack_.pop_back();
+          last_child_.pop_back();
         }
         return true;
       default:
@@ -296,16 +343,32 @@ class TreeBuilder {
 
   int add_node(const yaml_mark_t& mark, NodeKind kind) {
     auto index = static_cast<int>(nodes().size());
-    YamlNode node;
+    YamlNode& node = nodes().emplace_back();
     node.kind = kind;
     node.position = to_position(mark);
-    nodes().push_back(std::move(node));
     if (!stack_.empty()) {
-      nodes()[static_cast<std::size_t>(stack_.back())].children.push_back(index);
+      YamlNode& parent = nodes()[static_cast<std::size_t>(stack_.back())];
+      ++parent.child_count;
+      int& last = last_child_.back();
+      if (last < 0) {
+        parent.first_child = index;
+      } else {
+        nodes()[static_cast<std::size_t>(last)].next_sibling = index;
+      }
+      last = index;
     } else if (current_.root < 0) {
       current_.root = index;
     }
     return index;
+  }
+
+  void set_tag(YamlNode& node, const yaml_char_t* tag) {
+    std::string_view name(reinterpret_cast<const char*>(tag));
+    std::string& text = current_.arena->text;
+    node.tag_kind = TagKind::explicit_tag;
+    node.tag_offset = static_cast<std::uint32_t>(text.size());
+    node.tag_length = static_cast<std::uint32_t>(name.size());
+    text.append(name);
   }
 
   bool open_collection(const yaml_mark_t& mark, NodeKind kind, const yaml_char_t* tag, const yaml_char_t* anchor) {
@@ -320,11 +383,11 @@ class TreeBuilder {
     }
     int index = add_node(mark, kind);
     if (tag != nullptr) {
-      nodes()[static_cast<std::size_t>(index)].tag_kind = TagKind::explicit_tag;
-      nodes()[static_cast<std::size_t>(index)].tag = reinterpret_cast<const char*>(tag);
+      set_tag(nodes()[static_cast<std::size_t>(index)], tag);
     }
     remember_anchor(anchor, index);
     stack_.push_back(index);
+    last_child_.push_back(-1);
     return true;
   }
 
@@ -332,7 +395,10 @@ class TreeBuilder {
   std::vector<YamlError>& errors_;
   Built current_;
   std::size_t document_start_offset_ = 0;
-  std::vector<int> stack_;
+  std::vector<int> stack_;       // the open collections, outermost first
+  std::vector<int> last_child_;  // the last child of each, -1 before the first
+  std::size_t previous_nodes_ = 0;
+  std::size_t previous_text_ = 0;
   std::unordered_map<std::string, int> anchors_;
 };
 
@@ -341,7 +407,7 @@ class TreeBuilder {
 
 struct Scalar {
   enum class Type { string, null_value, boolean, int64, uint64, float64 } type = Type::string;
-  std::string text;
+  std::string_view text;  // the string (into the arena, or into storage the converter keeps)
   bool boolean = false;
   std::int64_t int64 = 0;
   std::uint64_t uint64 = 0;
@@ -555,7 +621,7 @@ const MapEntry* lookup_resolve_map(std::string_view text) {
 }
 
 // The value of an untagged plain scalar.
-Scalar resolve_plain(const std::string& in) {
+Scalar resolve_plain(std::string_view in) {
   Scalar result;
   result.text = in;
   char hint = 'N';  // empty input: looked up in the map (null)
@@ -581,7 +647,7 @@ Scalar resolve_plain(const std::string& in) {
   }
   if (hint == '.') {
     double value = 0;
-    if (is_yaml_style_float(in) && parse_decimal_float(in, value)) {
+    if (is_yaml_style_float(in) && parse_decimal_float(std::string(in), value)) {
       result.type = Scalar::Type::float64;
       result.float64 = value;
     }
@@ -736,43 +802,29 @@ std::string format_float_key(double value) {
   return out;
 }
 
+// Emits a document's JSON as RapidJSON SAX events into a json::Document (through
+// Document::Populate), so that each object and array is allocated once at its final
+// size and no intermediate tree of values is built. Mappings with merge keys, where
+// later entries override earlier ones, are first gathered into scratch values.
 class Converter {
  public:
-  Converter(YamlNodeArena& arena, const YamlLimits& limits, json::Allocator& allocator)
-      : arena_(arena), limits_(limits), allocator_(allocator), in_progress_(arena.nodes.size(), false) {}
+  Converter(YamlNodeArena& arena, const YamlLimits& limits) : arena_(arena), limits_(limits) {
+    in_progress_.assign(arena.nodes.size(), false);
+  }
 
-  json::Value convert(int index, int depth) {
-    const YamlNode& node = at(index);
-    if (depth > limits_.max_nesting_depth) {
-      throw ConversionError(node.position, "nesting is deeper than the limit of " +
-                                               std::to_string(limits_.max_nesting_depth) +
-                                               " levels after expanding aliases (max_nesting_depth)");
-    }
-    count_node(node);
-    switch (node.kind) {
-      case NodeKind::null:
-        return json::Value(rapidjson::kNullType);
-      case NodeKind::alias:
-        return convert_alias(index, depth);
-      case NodeKind::scalar:
-        return scalar_to_json(node);
-      case NodeKind::sequence: {
-        guard_recursion(index);
-        json::Value array(rapidjson::kArrayType);
-        array.Reserve(static_cast<rapidjson::SizeType>(node.children.size()), allocator_);
-        for (int child : node.children) {
-          array.PushBack(convert(child, depth + 1), allocator_);
-        }
-        in_progress_[static_cast<std::size_t>(index)] = false;
-        return array;
-      }
-      case NodeKind::mapping:
-        return convert_mapping(index, depth);
-    }
-    return json::Value(rapidjson::kNullType);
+  // The document's root as a value of `document`; throws ConversionError.
+  void convert(int root, json::Document& document) {
+    auto generator = [&](json::Document& handler) {
+      out_ = &handler;
+      emit(root, 1);
+      return true;
+    };
+    document.Populate(generator);
   }
 
  private:
+  using Handler = json::Document;  // RapidJSON's Handler concept, implemented by Document
+
   struct Entry {
     std::string key;
     json::Value value;
@@ -780,8 +832,44 @@ class Converter {
   };
 
   YamlNode& at(int index) { return arena_.nodes[static_cast<std::size_t>(index)]; }
+  std::string_view text_of(const YamlNode& node) const { return arena_.value(node); }
+  std::string value_text(const YamlNode& node) const { return std::string(arena_.value(node)); }
 
-  void count_node(const YamlNode& /*node*/) {
+  void emit(int index, int depth) {
+    const YamlNode& node = at(index);
+    if (depth > limits_.max_nesting_depth) {
+      throw ConversionError(node.position, "nesting is deeper than the limit of " +
+                                               std::to_string(limits_.max_nesting_depth) +
+                                               " levels after expanding aliases (max_nesting_depth)");
+    }
+    count_node();
+    switch (node.kind) {
+      case NodeKind::null:
+        out_->Null();
+        return;
+      case NodeKind::alias:
+        emit_alias(index, depth);
+        return;
+      case NodeKind::scalar:
+        emit_scalar(node);
+        return;
+      case NodeKind::sequence: {
+        guard_recursion(index);
+        out_->StartArray();
+        for (int child = node.first_child; child >= 0; child = at(child).next_sibling) {
+          emit(child, depth + 1);
+        }
+        out_->EndArray(static_cast<rapidjson::SizeType>(node.child_count));
+        in_progress_[static_cast<std::size_t>(index)] = false;
+        return;
+      }
+      case NodeKind::mapping:
+        emit_mapping(index, depth);
+        return;
+    }
+  }
+
+  void count_node() {
     if (expanding_ > 0 && ++expanded_nodes_ > limits_.max_alias_expanded_nodes) {
       throw ConversionError(expansion_position_, "aliases expand to more than " +
                                                      std::to_string(limits_.max_alias_expanded_nodes) +
@@ -815,58 +903,68 @@ class Converter {
     }
   }
 
-  json::Value convert_alias(int index, int depth) {
+  void emit_alias(int index, int depth) {
     int target = resolve_alias(index);
     if (in_progress_[static_cast<std::size_t>(target)]) {
       throw ConversionError(at(index).position, "alias refers to a node that contains it (recursive alias)");
     }
     begin_expansion(at(index));
-    json::Value value = convert(target, depth);
+    emit(target, depth);
     --expanding_;
-    return value;
   }
 
-  json::Value scalar_to_json(const YamlNode& node) {
+  void emit_scalar(const YamlNode& node) {
     Scalar scalar = resolve_scalar(node);
     switch (scalar.type) {
       case Scalar::Type::string:
-        return json::make_string(scalar.text, allocator_);
+        out_->String(scalar.text.data(), static_cast<rapidjson::SizeType>(scalar.text.size()), true);
+        return;
       case Scalar::Type::null_value:
-        return json::Value(rapidjson::kNullType);
+        out_->Null();
+        return;
       case Scalar::Type::boolean:
-        return json::Value(scalar.boolean);
+        out_->Bool(scalar.boolean);
+        return;
       case Scalar::Type::int64:
-        return json::Value(static_cast<std::int64_t>(scalar.int64));
+        out_->Int64(scalar.int64);
+        return;
       case Scalar::Type::uint64:
-        return json::Value(static_cast<std::uint64_t>(scalar.uint64));
+        out_->Uint64(scalar.uint64);
+        return;
       case Scalar::Type::float64:
-        return float_to_json(node, scalar.float64);
+        emit_float(node, scalar.float64);
+        return;
     }
-    return json::Value(rapidjson::kNullType);
   }
 
-  static json::Value float_to_json(const YamlNode& node, double value) {
+  void emit_float(const YamlNode& node, double value) {
     if (std::isnan(value) || std::isinf(value)) {
       std::string shown = std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf");
-      throw ConversionError(node.position, "`" + node.value + "` is " + shown +
+      throw ConversionError(node.position, "`" + value_text(node) + "` is " + shown +
                                                ", which JSON cannot represent (kubectl: json: unsupported value: " +
                                                shown + "); quote it to keep a string");
     }
     // Go's encoding/json prints integral floats without a fraction (1e3 -> 1000).
     if (value == std::floor(value)) {
       if (value >= -9.2e18 && value <= 9.2e18) {
-        return json::Value(static_cast<std::int64_t>(value));
+        out_->Int64(static_cast<std::int64_t>(value));
+        return;
       }
       if (value > 0 && value < 1.8e19) {
-        return json::Value(static_cast<std::uint64_t>(value));
+        out_->Uint64(static_cast<std::uint64_t>(value));
+        return;
       }
     }
-    return json::Value(value);
+    out_->Double(value);
   }
+
+  // Text the converter made (decoded !!binary, keys written as numbers), kept while it
+  // runs so that Scalar::text and keys can point at it.
+  std::string_view keep(std::string text) { return made_text_.emplace_back(std::move(text)); }
 
   Scalar resolve_scalar(const YamlNode& node) {
     Scalar result;
-    result.text = node.value;
+    result.text = text_of(node);
     if (node.kind == NodeKind::null) {
       result.type = Scalar::Type::null_value;
       return result;
@@ -875,9 +973,9 @@ class Converter {
       return result;
     }
     if (node.tag_kind == TagKind::plain) {
-      return resolve_plain(node.value);
+      return resolve_plain(result.text);
     }
-    std::string_view tag = node.tag;
+    std::string_view tag = arena_.tag(node);
     if (tag.substr(0, kTagPrefix.size()) != kTagPrefix) {
       return result;  // a local tag (!foo): go-yaml keeps the text
     }
@@ -887,16 +985,16 @@ class Converter {
     }
     if (tag == "binary") {
       std::string decoded;
-      if (!decode_base64(node.value, decoded)) {
+      if (!decode_base64(result.text, decoded)) {
         throw ConversionError(node.position, "!!binary value contains invalid base64 data");
       }
-      result.text = to_valid_utf8(decoded);
+      result.text = keep(to_valid_utf8(decoded));
       return result;
     }
     if (tag != "bool" && tag != "int" && tag != "float" && tag != "null") {
       return result;  // other tags (!!map on a scalar, ...) are not resolved by go-yaml
     }
-    Scalar resolved = resolve_plain(node.value);
+    Scalar resolved = resolve_plain(result.text);
     std::string wanted = "!!" + std::string(tag);
     if (wanted == short_tag(resolved.type)) {
       return resolved;
@@ -906,11 +1004,12 @@ class Converter {
       resolved.float64 = static_cast<double>(resolved.int64);
       return resolved;
     }
-    throw ConversionError(node.position, std::string("cannot decode ") + short_tag(resolved.type) + " `" + node.value +
-                                             "` as a " + wanted);
+    throw ConversionError(node.position, std::string("cannot decode ") + short_tag(resolved.type) + " `" +
+                                             value_text(node) + "` as a " + wanted);
   }
 
-  std::string key_to_string(int key_index) {
+  // The JSON key of mapping key `key_index`, also recorded in the tree for YamlLocator.
+  std::string_view convert_key(int key_index) {
     int index = resolve_alias(key_index);
     const YamlNode& node = at(index);
     if (node.kind == NodeKind::sequence || node.kind == NodeKind::mapping) {
@@ -919,28 +1018,103 @@ class Converter {
                                                         " cannot be a JSON key");
     }
     Scalar scalar = resolve_scalar(node);
+    std::string_view key;
     switch (scalar.type) {
       case Scalar::Type::string:
-        return scalar.text;
+        key = scalar.text;
+        break;
       case Scalar::Type::boolean:
-        return scalar.boolean ? "true" : "false";
+        key = scalar.boolean ? "true" : "false";
+        break;
       case Scalar::Type::int64:
-        return std::to_string(scalar.int64);
+        key = keep(std::to_string(scalar.int64));
+        break;
       case Scalar::Type::float64:
-        return format_float_key(scalar.float64);
+        key = keep(format_float_key(scalar.float64));
+        break;
       case Scalar::Type::null_value:
-        throw ConversionError(
-            at(key_index).position,
-            "unsupported map key: null (kubectl rejects null keys; quote it to use \"" + node.value + "\" as a key)");
+        throw ConversionError(at(key_index).position,
+                              "unsupported map key: null (kubectl rejects null keys; quote it to use \"" +
+                                  value_text(node) + "\" as a key)");
       case Scalar::Type::uint64:
-        throw ConversionError(at(key_index).position, "unsupported map key of type uint64: " + node.value);
+        throw ConversionError(at(key_index).position, "unsupported map key of type uint64: " + value_text(node));
     }
-    return scalar.text;
+    YamlNode& key_node = at(key_index);
+    if (key_node.kind == NodeKind::scalar && key == text_of(key_node)) {
+      key_node.converted_key = kKeyIsText;
+    } else {
+      key_node.converted_key = static_cast<int>(arena_.converted_keys.size());
+      arena_.converted_keys.emplace_back(key);
+    }
+    return key;
   }
 
-  static bool is_merge_key(const YamlNode& node) {
-    return node.kind == NodeKind::scalar && node.value == "<<" &&
-           (node.tag_kind == TagKind::plain || node.tag == "tag:yaml.org,2002:merge");
+  bool is_merge_key(const YamlNode& node) const {
+    return node.kind == NodeKind::scalar && text_of(node) == "<<" &&
+           (node.tag_kind == TagKind::plain || arena_.tag(node) == "tag:yaml.org,2002:merge");
+  }
+
+  void emit_mapping(int index, int depth) {
+    guard_recursion(index);
+    const YamlNode& mapping = at(index);
+    for (int key = mapping.first_child; key >= 0; key = at(at(key).next_sibling).next_sibling) {
+      if (is_merge_key(at(key))) {
+        emit_merged_mapping(index, depth);
+        in_progress_[static_cast<std::size_t>(index)] = false;
+        return;
+      }
+    }
+    // The keys of the mappings being written, innermost last, to find duplicates.
+    const std::size_t first_key = keys_.size();
+    std::unordered_set<std::string_view> many_keys;  // used past a few keys
+    constexpr std::size_t kLinearSearchLimit = 8;
+    out_->StartObject();
+    rapidjson::SizeType members = 0;
+    for (int key_index = mapping.first_child; key_index >= 0;) {
+      const int value_index = at(key_index).next_sibling;
+      std::string_view key = convert_key(key_index);
+      bool duplicate = false;
+      if (keys_.size() - first_key < kLinearSearchLimit) {
+        duplicate = std::find(keys_.begin() + static_cast<std::ptrdiff_t>(first_key), keys_.end(), key) != keys_.end();
+      } else {
+        if (many_keys.empty()) {
+          many_keys.insert(keys_.begin() + static_cast<std::ptrdiff_t>(first_key), keys_.end());
+        }
+        duplicate = !many_keys.insert(key).second;
+      }
+      if (duplicate) {
+        throw ConversionError(at(key_index).position, "duplicate key \"" + std::string(key) + "\" in this mapping");
+      }
+      keys_.push_back(key);
+      out_->Key(key.data(), static_cast<rapidjson::SizeType>(key.size()), true);
+      emit(value_index, depth + 1);
+      ++members;
+      key_index = at(value_index).next_sibling;
+    }
+    keys_.resize(first_key);
+    out_->EndObject(members);
+    in_progress_[static_cast<std::size_t>(index)] = false;
+  }
+
+  // ----- mappings with merge keys (`<<`): gathered as values first, then written
+
+  // The value of node `index` as a value in the scratch pool.
+  json::Value capture(int index, int depth) {
+    json::Document captured(&scratch_);
+    Handler* outer = out_;
+    auto generator = [&](json::Document& handler) {
+      out_ = &handler;
+      emit(index, depth);
+      return true;
+    };
+    try {
+      captured.Populate(generator);
+    } catch (...) {
+      out_ = outer;
+      throw;
+    }
+    out_ = outer;
+    return json::Value(std::move(static_cast<json::Value&>(captured)));
   }
 
   static Entry* find_entry(std::vector<Entry>& entries, std::unordered_map<std::string, std::size_t>& index,
@@ -986,7 +1160,7 @@ class Converter {
     if (through_alias) {
       begin_expansion(at(source_index));
     }
-    json::Value merged = convert(target, depth);
+    json::Value merged = capture(target, depth);
     if (through_alias) {
       --expanding_;
     }
@@ -996,20 +1170,20 @@ class Converter {
     }
   }
 
-  json::Value convert_mapping(int index, int depth) {
-    guard_recursion(index);
-    std::vector<int> children = at(index).children;  // copy: at() references may move
+  void emit_merged_mapping(int index, int depth) {
     std::vector<Entry> entries;
-    entries.reserve(children.size() / 2);
+    entries.reserve(static_cast<std::size_t>(at(index).child_count) / 2);
     std::unordered_map<std::string, std::size_t> lookup;
-    std::vector<std::string> converted_keys(children.size() / 2);
-    for (std::size_t pair = 0; pair + 1 < children.size(); pair += 2) {
-      int key_index = children[pair];
-      int value_index = children[pair + 1];
+    for (int key_index = at(index).first_child; key_index >= 0;) {
+      const int value_index = at(key_index).next_sibling;
+      const int next_key = at(value_index).next_sibling;
       if (is_merge_key(at(key_index))) {
         int value_target = resolve_alias(value_index);
         if (at(value_target).kind == NodeKind::sequence) {
-          std::vector<int> sources = at(value_target).children;
+          std::vector<int> sources;
+          for (int source = at(value_target).first_child; source >= 0; source = at(source).next_sibling) {
+            sources.push_back(source);
+          }
           if (value_target != value_index) {
             begin_expansion(at(value_index));
           }
@@ -1023,29 +1197,32 @@ class Converter {
         } else {
           merge_mapping(value_index, depth + 1, entries, lookup);
         }
+        key_index = next_key;
         continue;
       }
-      std::string key = key_to_string(key_index);
-      converted_keys[pair / 2] = key;
+      std::string key(convert_key(key_index));
       if (Entry* existing = find_entry(entries, lookup, key); existing != nullptr && existing->explicit_key) {
         throw ConversionError(at(key_index).position, "duplicate key \"" + key + "\" in this mapping");
       }
-      json::Value value = convert(value_index, depth + 1);
+      json::Value value = capture(value_index, depth + 1);
       put(entries, lookup, std::move(key), std::move(value), true);
+      key_index = next_key;
     }
-    at(index).converted_keys = std::move(converted_keys);
-    json::Value object(rapidjson::kObjectType);
+    out_->StartObject();
     for (auto& entry : entries) {
-      object.AddMember(json::make_string(entry.key, allocator_), std::move(entry.value), allocator_);
+      out_->Key(entry.key.data(), static_cast<rapidjson::SizeType>(entry.key.size()), true);
+      entry.value.Accept(*out_);
     }
-    in_progress_[static_cast<std::size_t>(index)] = false;
-    return object;
+    out_->EndObject(static_cast<rapidjson::SizeType>(entries.size()));
   }
 
   YamlNodeArena& arena_;
   const YamlLimits& limits_;
-  json::Allocator& allocator_;
+  Handler* out_ = nullptr;
   std::vector<bool> in_progress_;
+  std::vector<std::string_view> keys_;
+  std::deque<std::string> made_text_;  // a deque: views into it stay valid as it grows
+  json::Allocator scratch_;            // values of mappings with merge keys
   int expanding_ = 0;
   std::size_t expanded_nodes_ = 0;
   TextPosition expansion_position_;
@@ -1057,11 +1234,13 @@ TextPosition YamlLocator::key_position(std::string_view key) const {
   if (!arena_ || node_ < 0) {
     return position_;
   }
-  const YamlNode& node = arena_->nodes[static_cast<std::size_t>(node_)];
-  for (std::size_t pair = 0; pair < node.converted_keys.size(); ++pair) {
-    if (node.converted_keys[pair] == key) {
-      return arena_->nodes[static_cast<std::size_t>(node.children[pair * 2])].position;
+  const YamlNode& node = arena_->at(node_);
+  for (int key_index = node.first_child; key_index >= 0;) {
+    const YamlNode& key_node = arena_->at(key_index);
+    if (arena_->converted_key(key_node) == key) {
+      return key_node.position;
     }
+    key_index = key_node.next_sibling < 0 ? -1 : arena_->at(key_node.next_sibling).next_sibling;
   }
   return position_;
 }
@@ -1070,17 +1249,23 @@ YamlLocator YamlLocator::child(std::string_view key) const {
   if (!arena_ || node_ < 0) {
     return *this;
   }
-  int index = node_;
-  const YamlNode* node = &arena_->nodes[static_cast<std::size_t>(index)];
+  const YamlNode* node = &arena_->at(node_);
   if (node->kind == NodeKind::alias && node->alias_target >= 0) {
-    index = node->alias_target;
-    node = &arena_->nodes[static_cast<std::size_t>(index)];
+    node = &arena_->at(node->alias_target);
   }
-  for (std::size_t pair = 0; pair < node->converted_keys.size(); ++pair) {
-    if (node->converted_keys[pair] == key) {
-      int value = node->children[pair * 2 + 1];
-      return YamlLocator(arena_, value, arena_->nodes[static_cast<std::size_t>(value)].position);
+  if (node->kind != NodeKind::mapping) {
+    return YamlLocator(arena_, -1, position_);
+  }
+  for (int key_index = node->first_child; key_index >= 0;) {
+    const YamlNode& key_node = arena_->at(key_index);
+    const int value = key_node.next_sibling;
+    if (value < 0) {
+      break;
     }
+    if (arena_->converted_key(key_node) == key) {
+      return YamlLocator(arena_, value, arena_->at(value).position);
+    }
+    key_index = arena_->at(value).next_sibling;
   }
   return YamlLocator(arena_, -1, position_);
 }
@@ -1089,15 +1274,18 @@ YamlLocator YamlLocator::item(std::size_t index) const {
   if (!arena_ || node_ < 0) {
     return *this;
   }
-  const YamlNode* node = &arena_->nodes[static_cast<std::size_t>(node_)];
+  const YamlNode* node = &arena_->at(node_);
   if (node->kind == NodeKind::alias && node->alias_target >= 0) {
-    node = &arena_->nodes[static_cast<std::size_t>(node->alias_target)];
+    node = &arena_->at(node->alias_target);
   }
-  if (node->kind != NodeKind::sequence || index >= node->children.size()) {
+  if (node->kind != NodeKind::sequence || index >= static_cast<std::size_t>(node->child_count)) {
     return YamlLocator(arena_, -1, position_);
   }
-  int child = node->children[index];
-  return YamlLocator(arena_, child, arena_->nodes[static_cast<std::size_t>(child)].position);
+  int child = node->first_child;
+  for (std::size_t i = 0; i < index; ++i) {
+    child = arena_->at(child).next_sibling;
+  }
+  return YamlLocator(arena_, child, arena_->at(child).position);
 }
 
 YamlStream parse_yaml_documents(std::string_view text, const YamlLimits& limits) {
@@ -1112,6 +1300,7 @@ YamlStream parse_yaml_documents(std::string_view text, const YamlLimits& limits)
   }
   TreeBuilder builder(limits, stream.errors);
   builder.run(text);
+  stream.documents.reserve(builder.documents.size());
   for (auto& built : builder.documents) {
     YamlDocument document;
     document.start = built.start;
@@ -1121,15 +1310,13 @@ YamlStream parse_yaml_documents(std::string_view text, const YamlLimits& limits)
       continue;
     }
     try {
-      Converter converter(*built.arena, limits, document.json.GetAllocator());
-      json::Value root = converter.convert(built.root, 1);
-      static_cast<json::Value&>(document.json) = std::move(root);
+      Converter converter(*built.arena, limits);
+      converter.convert(built.root, document.json);
     } catch (const ConversionError& error) {
       stream.errors.push_back({error.position(), error.message()});
       continue;
     }
-    document.locator =
-        YamlLocator(built.arena, built.root, built.arena->nodes[static_cast<std::size_t>(built.root)].position);
+    document.locator = YamlLocator(built.arena, built.root, built.arena->at(built.root).position);
     stream.documents.push_back(std::move(document));
   }
   return stream;
