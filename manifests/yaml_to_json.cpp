@@ -30,6 +30,11 @@ enum class TagKind : std::uint8_t { plain, non_plain, explicit_tag };
 
 constexpr std::string_view kTagPrefix = "tag:yaml.org,2002:";
 
+// YamlNode::converted_key before conversion, and for `<<` keys.
+constexpr int kKeyUnknown = -1;
+// YamlNode::converted_key when the JSON key is the node's own text.
+constexpr int kKeyIsText = -2;
+
 }  // namespace
 
 // One node of a document's tree. The tree is kept after conversion to answer "where
@@ -50,11 +55,8 @@ struct YamlNode {
   int alias_target = -1;
   // A mapping key's JSON key once converted: kKeyUnknown, kKeyIsText (the key is the
   // node's own text, the common case), or an index into YamlNodeArena::converted_keys.
-  int converted_key = -1;
+  int converted_key = kKeyUnknown;
 };
-
-constexpr int kKeyUnknown = -1;
-constexpr int kKeyIsText = -2;
 
 struct YamlNodeArena {
   std::vector<YamlNode> nodes;
