@@ -460,6 +460,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   options.parent.ns = config_.applyset_namespace;
   options.engine.ownership_labels = states::ownership_labels(options.parent);
   options.engine.adopt = config_.adopt;
+  options.engine.record_diffs = false;  // summarize() counts changes; no diff is shown
   options.prune = config_.prune;
   options.allow_empty_prune = config_.allow_empty_prune;
   options.load_failed = !failed_files.empty() || !manifests_listed_;

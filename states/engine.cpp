@@ -868,7 +868,9 @@ struct Engine::Impl {
     Slot& slot = slots[index];
     slot.done = true;
     auto& allocator = slot.result.changes.GetAllocator();
-    if (!diff.empty()) {
+    if (!options.record_diffs) {
+      json::set_string(slot.result.changes, verb, slot.result.name, allocator);
+    } else if (!diff.empty()) {
       json::set_string(slot.result.changes, "diff", diff, allocator);
     }
     if (options.test_mode) {
@@ -1509,7 +1511,9 @@ struct Engine::Impl {
       slot.ref.name = string_at(written, {"metadata", "name"});
       slot.result.name = slot.ref.display();
     }
-    std::string diff = object_diff(live, written, diff_label(slot.ref));
+    // An update's diff also tells whether the server changed anything kstate shows.
+    std::string diff =
+        live.IsNull() && !options.record_diffs ? std::string() : object_diff(live, written, diff_label(slot.ref));
     if (!live.IsNull() && diff.empty()) {
       succeed(index, "already good");
     } else {

@@ -84,6 +84,12 @@ struct EngineOptions {
   // just before its comparison (`kstate apply`/`test`: the process has the memory to
   // hold them all; the daemon builds them one at a time).
   bool prepare_ahead = false;
+  // Keep each change's diff in its result (StateResult::changes "diff") for reports.
+  // The daemon reports counts, not diffs: without, a change is recorded by its verb
+  // ({"created": "ConfigMap/ns/name"}), and a created object's diff, the YAML of the
+  // whole object, is not rendered at all (a first reconcile of 10,000 objects held
+  // 23 MB of them).
+  bool record_diffs = true;
   // Injected so tests of waits never sleep longer than needed.
   std::function<asio::awaitable<void>(std::chrono::milliseconds)> sleep;
 };

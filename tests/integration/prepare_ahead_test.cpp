@@ -1,14 +1,17 @@
-// EngineOptions::prepare_ahead (`kstate apply` and `kstate test` build the objects to
-// send while the live objects are still being read; the daemon builds each just
-// before its comparison) must change nothing a user can see: the same results,
-// changes and comments, and the same requests, for a mix of states that exercises
-// what a prepared object could get wrong: generateName objects (their name is only
-// known after a look-up), create-only, replace, a CRD with a custom resource of this
-// run (its kind resolves late), objects that change between runs and ones that do not.
+// EngineOptions that only change how kstate works, not what it does, must change
+// nothing a user can see: the same results, changes and comments, and the same
+// requests. prepare_ahead (`kstate apply` and `kstate test` build the objects to send
+// while the live objects are still being read; the daemon builds each just before its
+// comparison) and record_diffs (the daemon keeps no diff text) are run on a mix of
+// states that exercises what they could get wrong: generateName objects (their name is
+// only known after a look-up), create-only, replace, a CRD with a custom resource of
+// this run (its kind resolves late), objects that change between runs and ones that
+// do not.
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,7 +114,10 @@ struct Cluster {
   TempDir work{"kstate-prepare"};
 
   // What a user sees of one run: per state ID, result, whether it changed, comment.
-  std::map<std::string, std::string> run(const std::string& text, bool prepare_ahead) {
+  // Results whose changes hold a diff, by state ID (record_diffs), from the last run.
+  std::set<std::string> with_diff;
+
+  std::map<std::string, std::string> run(const std::string& text, bool prepare_ahead, bool record_diffs = true) {
     auto dir = work.path() / "manifests";
     std::filesystem::remove_all(dir);
     write_file(dir / "shop.yaml", text);
@@ -130,11 +136,16 @@ struct Cluster {
     states::DiscoveryResolver resolver(discovery);
     states::EngineOptions options;
     options.prepare_ahead = prepare_ahead;
+    options.record_diffs = record_diffs;
     options.ownership_labels = {{"app.kubernetes.io/managed-by", "kstate"}};
     states::Engine engine(*(*client)->dynamic, resolver, options);
     states::RunReport report = kstate::run_sync(io, engine.run(loaded.states));
     std::map<std::string, std::string> seen;
+    with_diff.clear();
     for (const auto& result : report.results) {
+      if (json::find(result.changes, "diff") != nullptr) {
+        with_diff.insert(result.id);
+      }
       std::string outcome = !result.result ? "pending" : (*result.result ? "ok" : "failed");
       seen[result.id] = outcome + (result.changed() ? " changed: " : " unchanged: ") + result.comment;
     }
@@ -190,5 +201,27 @@ TEST_CASE("objects prepared while the live objects are read give the same result
       generated += json::string_or(json::find_path(item, {"metadata", "generateName"}), "") == "report-" ? 1 : 0;
     }
     CHECK(generated == 1);
+  }
+}
+
+TEST_CASE("without recorded diffs (the daemon) changes are reported the same, and no diff text is kept") {
+  Cluster with_diffs;
+  Cluster without;
+  for (std::string color : {"blue", "blue", "green"}) {
+    INFO("run with color " << color);
+    with_diffs.emulator.reset_request_log();
+    without.emulator.reset_request_log();
+    auto expected = with_diffs.run(manifests(color), false, true);
+    auto seen = without.run(manifests(color), false, false);
+    CHECK(seen == expected);
+    CHECK(without.api_requests() == with_diffs.api_requests());
+    CHECK(without.with_diff.empty());
+    if (color == "green") {
+      CHECK(seen.at("ConfigMap/shop/settings") == "ok changed: updated");
+      CHECK(with_diffs.with_diff.count("ConfigMap/shop/settings") == 1);
+    } else if (std::count_if(expected.begin(), expected.end(),
+                             [](const auto& entry) { return entry.second == "ok changed: created"; }) > 0) {
+      CHECK_FALSE(with_diffs.with_diff.empty());  // the first run creates, with diffs
+    }
   }
 }
