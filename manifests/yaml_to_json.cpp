@@ -1042,7 +1042,9 @@ class Converter {
         throw ConversionError(at(key_index).position, "unsupported map key of type uint64: " + value_text(node));
     }
     YamlNode& key_node = at(key_index);
-    if (key_node.kind == NodeKind::scalar && key == text_of(key_node)) {
+    if (key_node.converted_key != kKeyUnknown) {
+      // Converted before: the mapping is expanded again through an alias.
+    } else if (key_node.kind == NodeKind::scalar && key == text_of(key_node)) {
       key_node.converted_key = kKeyIsText;
     } else {
       key_node.converted_key = static_cast<int>(arena_.converted_keys.size());
