@@ -144,6 +144,14 @@ time_ms() {
 }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else print "n/a" }'; }
+# verdict A B OP TARGET: "met" or "missed" for the exact ratio A/B against the target
+# (OP is >= or <=): one decimal alone would show 1.55 as 1.5x and 19.96 as 20.0x.
+verdict() {
+  awk -v a="$1" -v b="$2" -v op="$3" -v t="$4" 'BEGIN {
+    if (b <= 0) { print "n/a"; exit }
+    r = a / b; ok = (op == ">=") ? r >= t : r <= t
+    printf "%s, %.2fx", ok ? "met" : "missed", r }'
+}
 
 declare -A figure
 report() {  # report KEY VALUE UNIT COMMAND
@@ -483,18 +491,18 @@ echo "ratios (baseline time / kstate time; >1 means kstate is faster):"
 if [[ $have_kubectl == 1 ]]; then
   for k in kstate kstate-unthrottled; do
     echo "  cold apply ($k):    vs kubectl apply $(ratio "${figure[1.cold-apply.kubectl-csa]}" "${figure[1.cold-apply.$k]}")x" \
-      " vs kubectl apply --server-side $(ratio "${figure[1.cold-apply.kubectl-ssa]}" "${figure[1.cold-apply.$k]}")x   (target >= 5x)"
+      " vs kubectl apply --server-side $(ratio "${figure[1.cold-apply.kubectl-ssa]}" "${figure[1.cold-apply.$k]}")x   (target >= 5x: $(verdict "${figure[1.cold-apply.kubectl-csa]}" "${figure[1.cold-apply.$k]}" ">=" 5))"
   done
   echo "  re-apply:      vs kubectl apply $(ratio "${figure[2.reapply.kubectl-csa]}" "${figure[2.reapply.kstate]}")x" \
-    " vs kubectl apply --server-side $(ratio "${figure[2.reapply.kubectl-ssa]}" "${figure[2.reapply.kstate]}")x   (target >= 20x)"
+    " vs kubectl apply --server-side $(ratio "${figure[2.reapply.kubectl-ssa]}" "${figure[2.reapply.kstate]}")x   (target >= 20x: $(verdict "${figure[2.reapply.kubectl-csa]}" "${figure[2.reapply.kstate]}" ">=" 20))"
   [[ -n "${figure[5.daemon-resync-time.$objects]:-}" ]] &&
-    echo "  resync (daemon, nothing changed): vs kubectl apply $(ratio "${figure[2.reapply.kubectl-csa]}" "${figure[5.daemon-resync-time.$objects]}")x   (target >= 20x)"
-  echo "  test, same:    vs kubectl diff --server-side $(ratio "${figure[3.diff-unchanged.kubectl]}" "${figure[3.test-unchanged.kstate]}")x   (target >= 5x)"
+    echo "  resync (daemon, nothing changed): vs kubectl apply $(ratio "${figure[2.reapply.kubectl-csa]}" "${figure[5.daemon-resync-time.$objects]}")x   (target >= 20x: $(verdict "${figure[2.reapply.kubectl-csa]}" "${figure[5.daemon-resync-time.$objects]}" ">=" 20))"
+  echo "  test, same:    vs kubectl diff --server-side $(ratio "${figure[3.diff-unchanged.kubectl]}" "${figure[3.test-unchanged.kstate]}")x   (target >= 5x: $(verdict "${figure[3.diff-unchanged.kubectl]}" "${figure[3.test-unchanged.kstate]}" ">=" 5))"
   echo "  test, 10%:     vs kubectl diff --server-side $(ratio "${figure[3.diff-10pct.kubectl]}" "${figure[3.test-10pct.kstate]}")x"
 fi
 if [[ -n "${figure[1.raw-http-creates]:-}" ]]; then
   for k in kstate kstate-unthrottled; do
-    echo "  cold apply ($k):    kstate / raw-HTTP bound, same objects $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-corpus-creates]}")x   (target <= 1.5x);" \
+    echo "  cold apply ($k):    kstate / raw-HTTP bound, same objects $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-corpus-creates]}")x   (target <= 1.5x: $(verdict "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-corpus-creates]}" "<=" 1.5));" \
       "/ ConfigMap POSTs $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-creates]}")x" \
       "/ the raw tool's whole process (start, parse, send as apply PATCHes) $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-corpus-applies-process]}")x"
   done
