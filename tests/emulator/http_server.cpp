@@ -787,6 +787,15 @@ class Emulator {
   std::uint64_t persisted_version_ = 0;
 };
 
+// An io_context whose suspended coroutines (open connections, watches) can be destroyed
+// before the Emulator they refer to: ~io_context would destroy them after it, and a
+// watch's clean-up then touched the destroyed Emulator (SIGSEGV on SIGTERM).
+class ServerIoContext : public net::io_context {
+ public:
+  using net::io_context::io_context;
+  void destroy_suspended_work() { shutdown(); }
+};
+
 }  // namespace
 
 int run_emulator(const EmulatorOptions& options) {
@@ -804,7 +813,7 @@ int run_emulator(const EmulatorOptions& options) {
     std::cerr << "kstate-emulator: " << credentials.error().message << std::endl;
     return 1;
   }
-  net::io_context io(1);
+  ServerIoContext io(1);
   Emulator emulator(io, options, std::move(*credentials));
   if (auto started = emulator.start(); !started.ok()) {
     std::cerr << "kstate-emulator: " << started.error().message << std::endl;
@@ -817,6 +826,7 @@ int run_emulator(const EmulatorOptions& options) {
   });
   std::cout << "listening on " << emulator.url() << std::endl;
   io.run();
+  io.destroy_suspended_work();
   return 0;
 }
 

@@ -110,11 +110,13 @@ void Emulator::start() {
   }
 }
 
-void Emulator::stop() {
-  if (process_) {
-    process_->stop(SIGTERM);
-    process_.reset();
+int Emulator::stop() {
+  if (!process_) {
+    return -1;
   }
+  const int exit_code = process_->stop(SIGTERM);
+  process_.reset();
+  return exit_code;
 }
 
 void Emulator::crash() {

@@ -68,7 +68,7 @@ class Emulator {
   const std::string& readonly_token() const { return readonly_token_; }
   const std::string& ca_pem() const { return ca_pem_; }
 
-  void stop();     // SIGTERM: the store is flushed, the port freed
+  int stop();      // SIGTERM: the store is flushed, the port freed; its exit code (-1: not running)
   void crash();    // SIGKILL: what a power cut would leave
   void restart();  // stops if needed, then starts on the same port with the same data directory
   bool running();
