@@ -4,10 +4,13 @@
 # to the first CPUs and the emulator to the last one. On the 2-CPU VMs these benchmarks
 # run on, two unpinned runs of one binary differ by up to 20%, so a change of a few
 # percent only shows in a pinned, alternating comparison (bench/RESULTS.md, thirteenth
-# round: 30-40 pairs told 2 ms apart where 60 unpinned pairs could not).
+# round: 30-40 pairs told 2 ms apart where 60 unpinned pairs could not). --unpinned
+# runs both unpinned, as bench/run.sh does: what a change to memory or threads does
+# there can differ (bench/RESULTS.md, fifteenth round: transparent huge pages won
+# pinned and lost unpinned).
 #
 #   bench/ab.sh --a KSTATE_A --b KSTATE_B [--scenario cold|reapply] [--pairs N]
-#               [--build DIR] [--objects N]
+#               [--build DIR] [--objects N] [--unpinned]
 #
 # cold: each run on a fresh emulator with the corpus' CRD created first, a fresh cache
 # (discovery asked), as bench/run.sh's scenario 1. reapply: one emulator, the corpus
@@ -17,7 +20,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build="$repo/build"
-a="" b="" scenario=cold pairs=30 objects=1000
+a="" b="" scenario=cold pairs=30 objects=1000 pinned=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --a) a=$2; shift 2 ;;
@@ -26,6 +29,7 @@ while [[ $# -gt 0 ]]; do
     --pairs) pairs=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --objects) objects=$2; shift 2 ;;
+    --unpinned) pinned=0; shift ;;
     *) echo "bench/ab.sh: unknown argument $1 (see the top of the script)" >&2; exit 2 ;;
   esac
 done
@@ -40,6 +44,10 @@ cpus=$(nproc)
 ((cpus >= 2)) || { echo "bench/ab.sh: needs 2 CPUs or more (kstate and the emulator on separate ones)" >&2; exit 2; }
 server_cpu=$((cpus - 1))
 client_cpus="0-$((cpus - 2))"
+if ((pinned == 0)); then
+  server_cpu="0-$((cpus - 1))"
+  client_cpus=$server_cpu
+fi
 
 work=$(mktemp -d /tmp/kstate-ab.XXXXXX)
 emulator_pid=""
@@ -96,7 +104,7 @@ if [[ $scenario == reapply ]]; then
   "$b" apply "$corpus" --kubeconfig "$kc" --cache-dir "$work/cache-b" >/dev/null 2>&1
 fi
 
-echo "bench/ab.sh: $scenario, $pairs pairs, $objects objects; kstate on CPU $client_cpus, the emulator on CPU $server_cpu"
+echo "bench/ab.sh: $scenario, $pairs pairs, $objects objects; kstate on CPU $client_cpus, the emulator on CPU $server_cpu$( ((pinned)) || echo " (unpinned)")"
 echo "A: $a"
 echo "B: $b"
 results="$work/pairs"

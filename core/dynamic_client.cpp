@@ -10,7 +10,9 @@ Result<json::Document> parse_body(const Response& response, const Request& reque
     empty.SetObject();
     return empty;
   }
-  auto document = json::parse(response.body);
+  // Without managedFields: kstate never reads them (json.hpp), and objects read or
+  // written are kept for a whole cycle.
+  auto document = json::parse_api_answer(response.body);
   if (!document) {
     return Error(ErrorKind::invalid,
                  request.verb + " " + request.path + ": the server's answer is not JSON: " + document.error().message);

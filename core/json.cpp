@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
+#include <vector>
 
 namespace kstate::json {
 
@@ -34,30 +36,91 @@ constexpr int max_nesting_depth = 10'000;
 // back from the API server compare equal to the manifest's).
 class DocumentBuilder {
  public:
-  explicit DocumentBuilder(Document& document) : document_(document) {}
+  DocumentBuilder(Document& document, bool drop_managed_fields)
+      : document_(document), drop_managed_fields_(drop_managed_fields) {}
 
-  bool Null() { return document_.Null(); }
-  bool Bool(bool value) { return document_.Bool(value); }
-  bool Int(int value) { return document_.Int(value); }
-  bool Uint(unsigned value) { return document_.Uint(value); }
-  bool Int64(std::int64_t value) { return document_.Int64(value); }
-  bool Uint64(std::uint64_t value) { return document_.Uint64(value); }
-  bool Double(double value) { return document_.Double(value); }
-  bool String(const char* text, rapidjson::SizeType length, bool copy) { return document_.String(text, length, copy); }
-  bool Key(const char* text, rapidjson::SizeType length, bool copy) { return document_.Key(text, length, copy); }
+  bool Null() { return skipped_scalar() || document_.Null(); }
+  bool Bool(bool value) { return skipped_scalar() || document_.Bool(value); }
+  bool Int(int value) { return skipped_scalar() || document_.Int(value); }
+  bool Uint(unsigned value) { return skipped_scalar() || document_.Uint(value); }
+  bool Int64(std::int64_t value) { return skipped_scalar() || document_.Int64(value); }
+  bool Uint64(std::uint64_t value) { return skipped_scalar() || document_.Uint64(value); }
+  bool Double(double value) { return skipped_scalar() || document_.Double(value); }
+  bool String(const char* text, rapidjson::SizeType length, bool copy) {
+    return skipped_scalar() || document_.String(text, length, copy);
+  }
+  bool Key(const char* text, rapidjson::SizeType length, bool copy) {
+    if (skip_depth_ > 0) {
+      return true;
+    }
+    std::string_view key(text, length);
+    next_role_ = Role::other;
+    if (!frames_.empty()) {
+      Frame& frame = frames_.back();
+      if (frame.role == Role::metadata && key == "managedFields") {
+        ++frame.dropped_members;
+        skip_next_value_ = true;
+        return true;
+      }
+      if (key == "metadata" && (frame.role == Role::root || frame.role == Role::item || frame.role == Role::event_object)) {
+        next_role_ = Role::metadata;
+      } else if (frame.role == Role::root && key == "items") {
+        next_role_ = Role::items;
+      } else if (frame.role == Role::root && key == "object") {
+        next_role_ = Role::event_object;
+      }
+    }
+    return document_.Key(text, length, copy);
+  }
   // RapidJSON's reader recurses once per level: stopping at the limit bounds the stack.
-  bool StartObject() { return enter() && document_.StartObject(); }
+  bool StartObject() {
+    if (!enter()) {
+      return false;
+    }
+    if (skipping_container()) {
+      return true;
+    }
+    push_frame(true);
+    return document_.StartObject();
+  }
   bool EndObject(rapidjson::SizeType members) {
     --depth_;
+    if (skip_depth_ > 0) {
+      --skip_depth_;
+      return true;
+    }
+    if (drop_managed_fields_) {
+      members -= frames_.back().dropped_members;
+      frames_.pop_back();
+    }
     return document_.EndObject(members);
   }
-  bool StartArray() { return enter() && document_.StartArray(); }
+  bool StartArray() {
+    if (!enter()) {
+      return false;
+    }
+    if (skipping_container()) {
+      return true;
+    }
+    push_frame(false);
+    return document_.StartArray();
+  }
   bool EndArray(rapidjson::SizeType elements) {
     --depth_;
+    if (skip_depth_ > 0) {
+      --skip_depth_;
+      return true;
+    }
+    if (drop_managed_fields_) {
+      frames_.pop_back();
+    }
     return document_.EndArray(elements);
   }
 
   bool RawNumber(const char* text, rapidjson::SizeType length, bool /*copy*/) {
+    if (skipped_scalar()) {
+      return true;
+    }
     std::string number(text, length);
     if (number.find_first_of(".eE") == std::string::npos) {
       const char* end = number.data() + number.size();
@@ -85,22 +148,76 @@ class DocumentBuilder {
   bool too_deep() const { return too_deep_; }
 
  private:
+  // Where an object or array sits, as far as dropping managedFields needs to know: the
+  // document itself, a list's items, a watch event's object, and their metadata.
+  enum class Role : std::uint8_t { root, items, item, event_object, metadata, other };
+  struct Frame {
+    Role role;
+    rapidjson::SizeType dropped_members = 0;
+  };
+
   bool enter() {
     too_deep_ = ++depth_ > max_nesting_depth;
     return !too_deep_;
   }
 
+  // A scalar that is the value of a dropped member, or inside one.
+  bool skipped_scalar() {
+    if (skip_depth_ > 0) {
+      return true;
+    }
+    if (skip_next_value_) {
+      skip_next_value_ = false;
+      return true;
+    }
+    next_role_ = Role::other;
+    return false;
+  }
+
+  // An object or array that starts a dropped member's value, or is inside one.
+  bool skipping_container() {
+    if (skip_depth_ > 0 || skip_next_value_) {
+      skip_next_value_ = false;
+      ++skip_depth_;
+      return true;
+    }
+    return false;
+  }
+
+  void push_frame(bool is_object) {
+    if (!drop_managed_fields_) {
+      return;
+    }
+    Role role = next_role_;
+    if (frames_.empty()) {
+      role = is_object ? Role::root : Role::other;
+    } else if (frames_.back().role == Role::items) {
+      role = is_object ? Role::item : Role::other;
+    } else if ((role == Role::metadata || role == Role::event_object) && !is_object) {
+      role = Role::other;
+    } else if (role == Role::items && is_object) {
+      role = Role::other;
+    }
+    frames_.push_back(Frame{role});
+    next_role_ = Role::other;
+  }
+
   Document& document_;
+  const bool drop_managed_fields_;
+  std::vector<Frame> frames_;  // the open objects and arrays, when dropping managedFields
+  Role next_role_ = Role::other;
+  bool skip_next_value_ = false;
+  int skip_depth_ = 0;  // open objects and arrays inside a dropped member's value
   int depth_ = 0;
   bool out_of_range_ = false;
   bool too_deep_ = false;
 };
 
-Result<Document> parse_into(Document doc, std::string_view text) {
+Result<Document> parse_into(Document doc, std::string_view text, bool drop_managed_fields = false) {
   rapidjson::Reader reader;
   rapidjson::MemoryStream bytes(text.data(), text.size());
   rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> stream(bytes);
-  DocumentBuilder builder(doc);
+  DocumentBuilder builder(doc, drop_managed_fields);
   auto generate = [&](Document&) {
     return !reader.Parse<rapidjson::kParseNumbersAsStringsFlag>(stream, builder).IsError();
   };
@@ -126,6 +243,10 @@ Result<Document> parse(std::string_view text) {
 
 Result<Document> parse(std::string_view text, Allocator& pool) {
   return parse_into(Document(&pool), text);
+}
+
+Result<Document> parse_api_answer(std::string_view text) {
+  return parse_into(Document(), text, /*drop_managed_fields=*/true);
 }
 
 std::string dump(const Value& value) {

@@ -30,7 +30,7 @@ Error WatchEvent::error_of() const {
 }
 
 Result<WatchEvent> decode_watch_line(std::string_view line) {
-  auto document = json::parse(line);
+  auto document = json::parse_api_answer(line);
   if (!document) {
     return Error(ErrorKind::invalid, "watch stream: an event is not valid JSON: " + document.error().message);
   }

@@ -145,3 +145,108 @@ TEST_CASE("documents on the pool allocator hold deep and large values") {
   auto copied = json::copy(*parsed);
   CHECK(json::dump(copied) == json::dump(*parsed));
 }
+
+namespace {
+
+// What the API server sends for a ConfigMap: its managedFields (one entry per field
+// manager, each listing every field it owns) are about as long as the object itself.
+std::string managed_fields(int managers) {
+  std::string text = "[";
+  for (int m = 0; m < managers; ++m) {
+    text += (m == 0 ? "" : ",") + (R"({"manager":"tool-)" + std::to_string(m) +
+                                   R"(","operation":"Apply","apiVersion":"v1","time":"2026-11-25T10:00:00Z",)" +
+                                   R"("fieldsType":"FieldsV1","fieldsV1":{"f:data":{)");
+    for (int i = 0; i < 20; ++i) {
+      text += (i == 0 ? "" : ",") + ("\"f:key-" + std::to_string(i) + "\":{}");
+    }
+    text += R"(},"f:metadata":{"f:labels":{"f:app":{},"f:tier":[1,2.5,null,true,"x"]}}}})";
+  }
+  return text + "]";
+}
+
+std::string config_map_answer(const std::string& name, const std::string& managed, const std::string& extra = "") {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
+         R"(","namespace":"bench","managedFields":)" + managed +
+         R"(,"labels":{"app":"web"},"resourceVersion":"12"},"data":{"key":"value"})" + extra + "}";
+}
+
+std::string without_spaces(std::string text) {
+  std::erase(text, ' ');
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("an API answer is parsed without the objects' managedFields, and nothing else changes") {
+  SECTION("one object: the member goes, the other members keep their order and values") {
+    auto answer = json::parse_api_answer(config_map_answer("one", managed_fields(2)));
+    REQUIRE(answer.ok());
+    CHECK(json::dump(*answer) ==
+          R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"one","namespace":"bench",)"
+          R"("labels":{"app":"web"},"resourceVersion":"12"},"data":{"key":"value"}})");
+  }
+  SECTION("managedFields first, last, or the only member of metadata") {
+    CHECK(json::dump(*json::parse_api_answer(R"({"metadata":{"managedFields":[{"a":[{}]}],"name":"x"}})")) ==
+          R"({"metadata":{"name":"x"}})");
+    CHECK(json::dump(*json::parse_api_answer(R"({"metadata":{"name":"x","managedFields":{"odd":"shape"}}})")) ==
+          R"({"metadata":{"name":"x"}})");
+    CHECK(json::dump(*json::parse_api_answer(R"({"metadata":{"managedFields":null},"kind":"K"})")) ==
+          R"({"metadata":{},"kind":"K"})");
+  }
+  SECTION("a list: each item's go, the list's own metadata and the items stay") {
+    std::string list = R"({"kind":"ConfigMapList","metadata":{"resourceVersion":"40"},"items":[)" +
+                       config_map_answer("a", managed_fields(1)) + "," + config_map_answer("b", managed_fields(3)) +
+                       "]}";
+    auto answer = json::parse_api_answer(list);
+    REQUIRE(answer.ok());
+    const json::Value& items = *json::find(*answer, "items");
+    REQUIRE(items.Size() == 2);
+    for (const auto& item : items.GetArray()) {
+      CHECK(json::find_path(item, {"metadata", "managedFields"}) == nullptr);
+      CHECK(json::string_or(json::find_path(item, {"metadata", "resourceVersion"}), "") == "12");
+      CHECK(json::string_or(json::find_path(item, {"data", "key"}), "") == "value");
+    }
+    CHECK(json::string_or(json::find_path(items[1], {"metadata", "name"}), "") == "b");
+  }
+  SECTION("a watch event: its object's go") {
+    auto answer =
+        json::parse_api_answer(R"({"type":"ADDED","object":)" + config_map_answer("w", managed_fields(1)) + "}");
+    REQUIRE(answer.ok());
+    CHECK(json::find_path(*answer, {"object", "metadata", "managedFields"}) == nullptr);
+    CHECK(json::string_or(json::find_path(*answer, {"object", "metadata", "name"}), "") == "w");
+  }
+  SECTION("managedFields anywhere else is data, and kept") {
+    std::string text = R"({"metadata":{"name":"d"},"spec":{"template":{"metadata":{"managedFields":[1]}}},)"
+                       R"("data":{"managedFields":"text"},"managedFields":[2],)"
+                       R"("items":{"metadata":{"managedFields":[3]}},"list":[{"metadata":{"managedFields":[4]}}]})";
+    auto answer = json::parse_api_answer(text);
+    REQUIRE(answer.ok());
+    CHECK(json::dump(*answer) == without_spaces(text));
+  }
+  SECTION("errors and limits inside the dropped member are still errors") {
+    const std::string text = R"({"metadata":{"managedFields":[{"a":}],"name":"x"}})";
+    auto broken = json::parse_api_answer(text);
+    REQUIRE_FALSE(broken.ok());
+    CHECK(broken.error().message.find("invalid JSON at offset 35") != std::string::npos);
+    CHECK(broken.error().message == json::parse(text).error().message);
+    std::string deep = R"({"metadata":{"managedFields":)" + std::string(10'001, '[') + std::string(10'001, ']') + "}}";
+    auto too_deep = json::parse_api_answer(deep);
+    REQUIRE_FALSE(too_deep.ok());
+    CHECK(too_deep.error().message.find("nested deeper than") != std::string::npos);
+  }
+  SECTION("plain parse keeps managedFields") {
+    auto parsed = json::parse(config_map_answer("p", managed_fields(1)));
+    REQUIRE(parsed.ok());
+    CHECK(json::find_path(*parsed, {"metadata", "managedFields"}) != nullptr);
+  }
+}
+
+TEST_CASE("an API answer's document takes memory for the object, not for its managedFields") {
+  std::string answer = config_map_answer("big", managed_fields(40));
+  auto with = json::parse(answer);
+  auto without = json::parse_api_answer(answer);
+  REQUIRE(with.ok());
+  REQUIRE(without.ok());
+  CHECK(with->GetAllocator().reserved_bytes() > 60 * 1024);
+  CHECK(without->GetAllocator().reserved_bytes() <= 2 * 1024);
+}
