@@ -62,7 +62,8 @@ class DocumentBuilder {
         skip_next_value_ = true;
         return true;
       }
-      if (key == "metadata" && (frame.role == Role::root || frame.role == Role::item || frame.role == Role::event_object)) {
+      if (key == "metadata" &&
+          (frame.role == Role::root || frame.role == Role::item || frame.role == Role::event_object)) {
         next_role_ = Role::metadata;
       } else if (frame.role == Role::root && key == "items") {
         next_role_ = Role::items;
