@@ -285,6 +285,12 @@ PoolAllocator::Chunk* PoolAllocator::new_chunk(std::size_t capacity, Chunk* prev
   return chunk;
 }
 
+void PoolAllocator::reserve(std::size_t bytes) {
+  if (current_ == nullptr || current_->capacity - current_->used < bytes) {
+    current_ = new_chunk(bytes, current_);
+  }
+}
+
 void* PoolAllocator::Malloc(std::size_t size) {
   if (size == 0) {
     return nullptr;

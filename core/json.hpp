@@ -35,6 +35,9 @@ class PoolAllocator {
 
   // Bytes taken from the system, chunk headers included (for tests and memory figures).
   std::size_t reserved_bytes() const { return reserved_; }
+  // Makes sure the chunk in use has `bytes` free, taking one of exactly that size when
+  // it has not: values of a size known beforehand then take no more than they need.
+  void reserve(std::size_t bytes);
 
   static constexpr std::size_t first_chunk_bytes = 1024;
   static constexpr std::size_t largest_chunk_bytes = 64 * 1024;

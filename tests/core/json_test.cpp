@@ -250,3 +250,17 @@ TEST_CASE("an API answer's document takes memory for the object, not for its man
   CHECK(with->GetAllocator().reserved_bytes() > 60 * 1024);
   CHECK(without->GetAllocator().reserved_bytes() <= 2 * 1024);
 }
+
+TEST_CASE("pool allocator: reserve takes a chunk of exactly what is asked, once") {
+  json::Allocator pool;
+  pool.reserve(3000);
+  const std::size_t reserved = pool.reserved_bytes();
+  CHECK(reserved >= 3000);
+  CHECK(reserved < 3100);
+  void* first = pool.Malloc(1000);
+  void* second = pool.Malloc(2000);
+  CHECK(pool.reserved_bytes() == reserved);  // both from the reserved chunk
+  CHECK(static_cast<char*>(second) == static_cast<char*>(first) + 1000);
+  pool.reserve(10);  // the chunk in use has no room left: a new one, as small
+  CHECK(pool.reserved_bytes() < reserved + 100);
+}

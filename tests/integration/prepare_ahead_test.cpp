@@ -116,6 +116,13 @@ struct Cluster {
   // What a user sees of one run: per state ID, result, whether it changed, comment.
   // Results whose changes hold a diff, by state ID (record_diffs), from the last run.
   std::set<std::string> with_diff;
+  // Over the last run's results with a diff: the diffs' length, and what their
+  // documents took from the system.
+  std::size_t diff_bytes = 0;
+  std::size_t diff_documents_bytes = 0;
+  // Over the last run's changed results: how many, what their documents took.
+  std::size_t changed_results = 0;
+  std::size_t changes_documents_bytes = 0;
 
   std::map<std::string, std::string> run(const std::string& text, bool prepare_ahead, bool record_diffs = true) {
     auto dir = work.path() / "manifests";
@@ -142,9 +149,19 @@ struct Cluster {
     states::RunReport report = kstate::run_sync(io, engine.run(loaded.states));
     std::map<std::string, std::string> seen;
     with_diff.clear();
-    for (const auto& result : report.results) {
-      if (json::find(result.changes, "diff") != nullptr) {
+    diff_bytes = 0;
+    diff_documents_bytes = 0;
+    changed_results = 0;
+    changes_documents_bytes = 0;
+    for (auto& result : report.results) {
+      if (result.changed()) {
+        ++changed_results;
+        changes_documents_bytes += result.changes.GetAllocator().reserved_bytes();
+      }
+      if (const json::Value* diff = json::find(result.changes, "diff")) {
         with_diff.insert(result.id);
+        diff_bytes += diff->GetStringLength();
+        diff_documents_bytes += result.changes.GetAllocator().reserved_bytes();
       }
       std::string outcome = !result.result ? "pending" : (*result.result ? "ok" : "failed");
       seen[result.id] = outcome + (result.changed() ? " changed: " : " unchanged: ") + result.comment;
@@ -224,4 +241,21 @@ TEST_CASE("without recorded diffs (the daemon) changes are reported the same, an
       CHECK_FALSE(with_diffs.with_diff.empty());  // the first run creates, with diffs
     }
   }
+}
+
+TEST_CASE("a result's recorded change takes about its own length in memory") {
+  // `kstate apply` keeps every diff until the report: a cold apply of 1,000 objects
+  // keeps 1.1 MB of them, which took 2.3 MB (a member array for 16 members, and a
+  // chunk of its own for the text) before.
+  Cluster cluster;
+  cluster.run(manifests("blue"), true);
+  REQUIRE(cluster.with_diff.size() >= 8);
+  CHECK(cluster.diff_documents_bytes <= cluster.diff_bytes + 128 * cluster.with_diff.size());
+
+  // The daemon records each change by its verb and the object's name: a few dozen
+  // bytes, which took 1.5 KB each before (15 MB of a 10,000-object first reconcile).
+  Cluster daemon_like;
+  daemon_like.run(manifests("blue"), false, /*record_diffs=*/false);
+  REQUIRE(daemon_like.changed_results >= 8);
+  CHECK(daemon_like.changes_documents_bytes <= 160 * daemon_like.changed_results);
 }
