@@ -15,6 +15,9 @@ namespace kstate::daemon {
 namespace {
 
 constexpr std::size_t huge_page = std::size_t{2} << 20;
+// What faulting in 2 MB of ordinary pages costs (bench/RESULTS.md, fifteenth round):
+// a first huge page slower than this is taken to come from memory the host reclaimed.
+constexpr std::chrono::microseconds slow_huge_page{500};
 
 }  // namespace
 
@@ -42,13 +45,29 @@ void reserve_thread_heap(std::size_t bytes) {
   std::uintptr_t aligned_start = (start + huge_page - 1) & ~(huge_page - 1);
   std::uintptr_t aligned_end = (start + bytes) & ~(huge_page - 1);
   if (aligned_end > aligned_start) {
-    // Best effort: fails harmlessly where transparent huge pages are off.
-    (void)madvise(reinterpret_cast<void*>(aligned_start), aligned_end - aligned_start, MADV_HUGEPAGE);
+    (void)request_huge_pages(reinterpret_cast<char*>(aligned_start), aligned_end - aligned_start,
+                             [] { return std::chrono::steady_clock::now(); });
   }
   std::free(block);
 #else
   (void)bytes;
 #endif
+}
+
+bool request_huge_pages(char* start, std::size_t length, const SteadyClock& now) {
+  // Best effort: fails harmlessly where transparent huge pages are off.
+  if (madvise(start, length, MADV_HUGEPAGE) != 0) {
+    return false;
+  }
+  const auto before = now();
+  // The caller's memory: one byte written faults the whole huge page in.
+  *static_cast<volatile char*>(start) = 0;
+  const auto took = now() - before;
+  if (took <= slow_huge_page || length <= huge_page) {
+    return true;
+  }
+  (void)madvise(start + huge_page, length - huge_page, MADV_NOHUGEPAGE);
+  return false;
 }
 
 }  // namespace kstate::daemon

@@ -5,13 +5,18 @@
 #include "daemon/short_run_heap.hpp"
 
 #include <malloc.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 namespace {
@@ -36,7 +41,59 @@ bool in_child(Check check) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// The VmFlags of the mapping holding `address` (/proc/self/smaps), e.g. "rd wr mr mw me ac hg".
+std::string vm_flags_at(const void* address) {
+  const auto where = reinterpret_cast<std::uintptr_t>(address);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t from = 0;
+    std::uintptr_t to = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> from >> dash >> to && dash == '-') {
+      inside = from <= where && where < to;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line.substr(8);
+    }
+  }
+  return "";
+}
+
+bool has_flag(const std::string& flags, const std::string& flag) {
+  return (" " + flags + " ").find(" " + flag + " ") != std::string::npos;
+}
+
 }  // namespace
+
+TEST_CASE("a first huge page slower than ordinary pages leaves the rest in ordinary pages; a fast one keeps them") {
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) {
+    SUCCEED("no transparent huge pages in this kernel");
+    return;
+  }
+  constexpr std::size_t huge = std::size_t{2} << 20;
+  constexpr std::size_t length = 4 * huge;
+  void* mapped = mmap(nullptr, length + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mapped != MAP_FAILED);
+  char* start = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(mapped) + huge - 1) & ~(huge - 1));
+  // A clock on which each reading is `step` after the last: the one fault timed takes `step`.
+  auto clock_with_step = [](std::chrono::microseconds step) {
+    auto time = std::make_shared<std::chrono::steady_clock::time_point>();
+    return [time, step] { return *time += step; };
+  };
+
+  CHECK_FALSE(kstate::daemon::request_huge_pages(start, 2 * huge, clock_with_step(std::chrono::milliseconds(2))));
+  CHECK(has_flag(vm_flags_at(start), "hg"));  // the page already touched stays as it is
+  CHECK(has_flag(vm_flags_at(start + huge), "nh"));
+  CHECK_FALSE(has_flag(vm_flags_at(start + huge), "hg"));
+  CHECK(start[0] == 0);  // touched (and written) by the probe
+
+  CHECK(kstate::daemon::request_huge_pages(start + 2 * huge, 2 * huge, clock_with_step(std::chrono::microseconds(80))));
+  CHECK(has_flag(vm_flags_at(start + 3 * huge), "hg"));
+  CHECK_FALSE(has_flag(vm_flags_at(start + 3 * huge), "nh"));
+  munmap(mapped, length + huge);
+}
 
 TEST_CASE("reserving a thread's heap adds almost no resident memory, and the thread then allocates from it") {
   long before = 0;
