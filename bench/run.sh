@@ -336,9 +336,17 @@ stop_daemon() {
 # start_daemon DIR: starts `kstate daemon` on DIR, waits for /readyz (first full
 # reconcile done) and leaves the milliseconds that took in $daemon_ready_ms.
 start_daemon() {
-  local port=$((20000 + RANDOM % 20000))
-  daemon_port=$port
-  cat >"$work/daemon.yaml" <<EOF
+  # Its port is below the kernel's ephemeral range: a random one inside it can be the
+  # local port of a client connection still open (seen once: "Address already in
+  # use"). Another port is tried if it is taken all the same.
+  local ephemeral_start
+  ephemeral_start=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  ((ephemeral_start > 12000)) || ephemeral_start=32768
+  local attempt port start
+  for attempt in 1 2 3 4 5; do
+    port=$((10000 + RANDOM % (ephemeral_start - 10000)))
+    daemon_port=$port
+    cat >"$work/daemon.yaml" <<EOF
 manifests-dir: $1
 kubeconfig: $kc
 cache-dir: $work/daemon-cache
@@ -348,17 +356,21 @@ qps: 100000
 burst: 100000
 listen-address: 127.0.0.1:$port
 EOF
-  local start
-  start=${EPOCHREALTIME/./}
-  "$kstate" daemon --config "$work/daemon.yaml" >"$work/daemon.out" 2>"$work/daemon.log" &
-  daemon_pid=$!
-  for _ in $(seq 6000); do
-    if [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz") == 200 ]]; then
-      daemon_ready_ms=$(((${EPOCHREALTIME/./} - start + 500) / 1000))
-      return 0
-    fi
-    kill -0 "$daemon_pid" 2>/dev/null || break
-    sleep 0.05
+    start=${EPOCHREALTIME/./}
+    "$kstate" daemon --config "$work/daemon.yaml" >"$work/daemon.out" 2>"$work/daemon.log" &
+    daemon_pid=$!
+    for _ in $(seq 6000); do
+      if [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz") == 200 ]]; then
+        daemon_ready_ms=$(((${EPOCHREALTIME/./} - start + 500) / 1000))
+        return 0
+      fi
+      kill -0 "$daemon_pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    wait "$daemon_pid" 2>/dev/null || true
+    daemon_pid=""
+    grep -q "Address already in use" "$work/daemon.log" || break
+    echo "bench/run.sh: port $port taken (attempt $attempt), trying another" >&2
   done
   echo "bench/run.sh: the daemon did not become ready:" >&2
   tail -20 "$work/daemon.log" >&2
