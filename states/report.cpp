@@ -101,11 +101,14 @@ int RunReport::exit_code() const {
 }
 
 void write_text(std::ostream& out, const RunReport& report, const TextOptions& options) {
-  // Built in one string and written at once: the report of a 1,000-object first apply is
-  // some 20,000 lines, and a stream insertion per piece (each a locked stdio write when
-  // `out` is std::cout) took ~3 ms of the run's 65 (bench/RESULTS.md).
+  // Built in a string written out every 64 KB: the report of a 1,000-object first apply
+  // is some 20,000 lines (1.1 MB), and a stream insertion per piece (each a locked stdio
+  // write when `out` is std::cout) took ~3 ms of the run's 65; one string for all of it
+  // grew to 2 MB of memory touched for the first time, up to 10 ms where that memory is
+  // slow to fault in (bench/RESULTS.md).
+  constexpr std::size_t flush_at = std::size_t{64} << 10;
   std::string text;
-  text.reserve(4096);
+  text.reserve(2 * flush_at);
   auto open = [&](const char* colour) {
     if (options.color) {
       text += colour;
@@ -169,7 +172,7 @@ void write_text(std::ostream& out, const RunReport& report, const TextOptions& o
       text += json::dump(r.changes);
       text += '\n';
     }
-    if (text.size() > (std::size_t{1} << 20)) {
+    if (text.size() > flush_at) {
       out.write(text.data(), static_cast<std::streamsize>(text.size()));
       text.clear();
     }

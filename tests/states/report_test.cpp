@@ -134,3 +134,38 @@ TEST_CASE("a text report larger than its write buffer arrives whole and in order
   CHECK(text.find("Succeeded: 3000 (changed=3000)\nFailed: 0\n", at) != std::string::npos);
   CHECK(text.ends_with(" s\n"));
 }
+
+namespace {
+
+// Keeps what is written, and the largest single write.
+class RecordingBuffer : public std::stringbuf {
+ public:
+  std::streamsize largest_write = 0;
+
+ protected:
+  std::streamsize xsputn(const char* text, std::streamsize count) override {
+    largest_write = std::max(largest_write, count);
+    return std::stringbuf::xsputn(text, count);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a large text report is written out as it is built, not held whole in memory") {
+  // A 1,000-object first apply prints 1.1 MB: held whole, its buffer grew to 2 MB of
+  // memory touched for the first time, up to 10 ms of a 70 ms run on a VM.
+  states::RunReport report;
+  const std::string diff_line = "+data: " + std::string(1000, 'x') + "\n";
+  for (int i = 0; i < 1000; ++i) {
+    std::string id = "state-" + std::to_string(i);
+    report.results.push_back(make(id.c_str(), true, "created", diff_line.c_str()));
+  }
+  RecordingBuffer buffer;
+  std::ostream out(&buffer);
+  states::write_text(out, report);
+  CHECK(buffer.str().size() > std::size_t{1} << 20);
+  CHECK(buffer.largest_write <= 80 * 1024);
+  std::ostringstream whole;
+  states::write_text(whole, report);
+  CHECK(buffer.str() == whole.str());
+}
