@@ -34,7 +34,7 @@ void tune_heap_for_short_run() {
 }
 
 void reserve_thread_heap(std::size_t bytes) {
-#if defined(__GLIBC__)
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)  // (AddressSanitizer brings its own allocator)
   // Allocated and freed at once: the heap keeps it (no trimming), so the thread's next
   // allocations are carved from it without growing the heap again.
   void* block = std::malloc(bytes);
