@@ -242,3 +242,79 @@ TEST_CASE("a file change that takes an object out of the manifests leaves its pr
     CHECK(uid_of("two").empty());
   }
 }
+
+TEST_CASE("a file event's cycle runs that file's states and still sees what the other files declare") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  write_file(manifests / "one.yaml", config_map("one", "v1"));
+  write_file(manifests / "two.yaml", config_map("two", "v1"));
+  // The same object, identical, in two files (a state document and a plain object):
+  // one state, no conflict.
+  auto shared_state = [](const std::string& value) {
+    return "shared-config:\n  object_present:\n    manifest:\n      apiVersion: v1\n      kind: ConfigMap\n"
+           "      metadata: {name: shared, namespace: default}\n      data: {value: \"" +
+           value + "\"}\n";
+  };
+  write_file(manifests / "shared-a.yaml", shared_state("v1"));
+  write_file(manifests / "shared-b.yaml", config_map("shared", "v1"));
+  write_file(manifests / "widgets.yaml",
+             "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"
+             "  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n"
+             "  names: {plural: widgets, singular: widget, kind: Widget}\n  versions:\n"
+             "    - name: v1\n      served: true\n      storage: true\n"
+             "      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n");
+  auto widget = [](const std::string& size) {
+    return "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: gear\n  namespace: default\nspec:\n  size: " +
+           size + "\n";
+  };
+  write_file(manifests / "gear.yaml", widget("1"));
+  auto reconciler = fixture.make();
+  ReconcileSummary first = fixture.resync(*reconciler);
+  INFO(first.describe() << " " << first.error);
+  REQUIRE(first.succeeded());
+  REQUIRE(first.created == 5);
+  auto files_changed = [&](std::vector<std::string> changed) {
+    for (auto& path : changed) {
+      path = (manifests / path).string();
+    }
+    return kstate::run_sync(fixture.io, reconciler->reconcile_files(std::move(changed), {}));
+  };
+
+  write_file(manifests / "one.yaml", config_map("one", "v2"));
+  ReconcileSummary one = files_changed({"one.yaml"});
+  CHECK(one.succeeded());
+  CHECK(one.states == 1);
+  CHECK(one.updated == 1);
+  CHECK(stored_value(fixture.emulator, "one") == "v2");
+
+  // A custom resource in the changed file, its CRD in another one.
+  write_file(manifests / "gear.yaml", widget("2"));
+  ReconcileSummary gear = files_changed({"gear.yaml"});
+  CHECK(gear.succeeded());
+  CHECK(gear.updated == 1);
+  auto stored_gear = fixture.emulator.request("GET", "/apis/example.com/v1/namespaces/default/widgets/gear");
+  REQUIRE(stored_gear.status == 200);
+  CHECK_THAT(stored_gear.body, Catch::Contains("\"size\":2"));
+
+  // One of the two identical declarations edited (a comment) but not its object:
+  // its state runs, and still no conflict.
+  write_file(manifests / "shared-a.yaml", "# reviewed\n" + shared_state("v1"));
+  ReconcileSummary same = files_changed({"shared-a.yaml"});
+  CHECK(same.succeeded());
+  CHECK(same.states == 1);
+  CHECK(same.unchanged == 1);
+
+  // Rewritten differently: the conflict with the file that did not change is reported.
+  write_file(manifests / "shared-a.yaml", shared_state("v2"));
+  ReconcileSummary differs = files_changed({"shared-a.yaml"});
+  CHECK_FALSE(differs.error.empty());
+  CHECK_THAT(differs.error, Catch::Contains("shared-b.yaml"));
+
+  // Put back; then a full reconcile finds every object declared: nothing pruned.
+  write_file(manifests / "shared-a.yaml", shared_state("v1"));
+  CHECK(files_changed({"shared-a.yaml"}).succeeded());
+  ReconcileSummary full = fixture.resync(*reconciler);
+  CHECK(full.succeeded());
+  CHECK(full.deleted == 0);
+  CHECK(stored_value(fixture.emulator, "two") == "v1");
+}
