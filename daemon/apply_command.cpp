@@ -73,7 +73,7 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   // server and reads the ApplySet parent (neither needs the other), then it helps.
   tune_heap_for_short_run();
   const int other_cpus = static_cast<int>(std::thread::hardware_concurrency()) - 1;
-  const std::function<void()> reserve_heap = [] { reserve_thread_heap(std::size_t{16} << 20); };
+  const std::function<void()> reserve_heap = [] { reserve_thread_heap(std::size_t{16} << 20, std::size_t{4} << 20); };
   manifests::BackgroundLoad loading(invocation.paths, {}, std::max(other_cpus, 1), reserve_heap);
   // With LISTs started ahead (begin_cycle), this thread runs the io_context a moment
   // between the files it loads and while it waits for the other threads: those LISTs

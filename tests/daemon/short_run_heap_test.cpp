@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -93,6 +95,45 @@ TEST_CASE("a first huge page slower than ordinary pages leaves the rest in ordin
   CHECK(has_flag(vm_flags_at(start + 3 * huge), "hg"));
   CHECK_FALSE(has_flag(vm_flags_at(start + 3 * huge), "nh"));
   munmap(mapped, length + huge);
+}
+
+TEST_CASE("memory left in ordinary pages is faulted in at once, as much as asked; huge pages kept are not") {
+  constexpr std::size_t huge = std::size_t{2} << 20;
+  constexpr std::size_t length = 4 * huge;
+  const long page = sysconf(_SC_PAGESIZE);
+  void* mapped = mmap(nullptr, 2 * length + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mapped != MAP_FAILED);
+  char* start = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(mapped) + huge - 1) & ~(huge - 1));
+  if (madvise(start, static_cast<std::size_t>(page), 23 /* MADV_POPULATE_WRITE */) != 0) {
+    munmap(mapped, 2 * length + huge);
+    SUCCEED("kernel older than 5.14: no MADV_POPULATE_WRITE, pages fault in one by one");
+    return;
+  }
+  // Resident pages among [from, from + bytes), by mincore.
+  auto resident_pages = [page](const char* from, std::size_t bytes) {
+    std::vector<unsigned char> pages(bytes / static_cast<std::size_t>(page));
+    REQUIRE(mincore(const_cast<char*>(from), bytes, pages.data()) == 0);
+    return std::count_if(pages.begin(), pages.end(), [](unsigned char flags) { return (flags & 1) != 0; });
+  };
+  const long per_huge_page = static_cast<long>(huge) / page;
+  auto clock_with_step = [](std::chrono::microseconds step) {
+    auto time = std::make_shared<std::chrono::steady_clock::time_point>();
+    return [time, step] { return *time += step; };
+  };
+
+  // A slow first huge page: the next 2 MB (asked) are resident without being touched,
+  // what follows is not.
+  CHECK_FALSE(
+      kstate::daemon::request_huge_pages(start + length, length, clock_with_step(std::chrono::milliseconds(2)), huge));
+  CHECK(resident_pages(start + length + huge, huge) == per_huge_page);
+  CHECK(resident_pages(start + length + 2 * huge, 2 * huge) == 0);
+
+  // A fast one: huge pages stay requested and nothing is faulted in beyond the probe.
+  if (std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) {
+    CHECK(kstate::daemon::request_huge_pages(start, length, clock_with_step(std::chrono::microseconds(80)), huge));
+    CHECK(resident_pages(start + huge, length - huge) == 0);
+  }
+  munmap(mapped, 2 * length + huge);
 }
 
 TEST_CASE("reserving a thread's heap adds almost no resident memory, and the thread then allocates from it") {
