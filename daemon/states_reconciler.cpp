@@ -109,8 +109,7 @@ bool needs_whole_object(const json::Value& object) {
 }
 
 // Gives the heap's free pages back to the system. A cycle allocates and frees many
-// JSON documents (each with a 64 KiB RapidJSON pool); without this, the pages they
-// touched stay resident until reused.
+// JSON documents; without this, the pages they touched stay resident until reused.
 void release_free_memory() {
   ::malloc_trim(0);
 }
@@ -165,6 +164,23 @@ StatesReconciler::StatesReconciler(boost::asio::io_context& io, DaemonConfig con
     : io_(io), config_(std::move(config)), metrics_(metrics), now_(std::move(now)) {}
 
 StatesReconciler::~StatesReconciler() = default;
+
+void StatesReconciler::set_memory_release(std::function<void()> release, std::chrono::milliseconds delay) {
+  release_memory_ = std::move(release);
+  release_delay_ = delay;
+}
+
+void StatesReconciler::release_memory_when_quiet() {
+  if (!release_timer_) {
+    release_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+  }
+  release_timer_->expires_after(release_delay_);  // cancels the wait of the previous cycle
+  release_timer_->async_wait([release = release_memory_](const boost::system::error_code& error) {
+    if (!error) {
+      release ? release() : release_free_memory();
+    }
+  });
+}
 
 Status StatesReconciler::reconfigure(const DaemonConfig& config) {
   const bool reconnect = config.kubeconfig != config_.kubeconfig || config.context != config_.context ||
@@ -362,7 +378,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
   }
   ReconcileSummary summary = co_await run_cycle(std::nullopt, true);
   summary.files_read = files_read_.size();
-  release_free_memory();
+  release_memory_when_quiet();
   co_return summary;
 }
 
@@ -437,7 +453,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
   }
   ReconcileSummary summary = co_await run_cycle(std::move(only_files), false);
   summary.files_read = files_read_.size();
-  release_free_memory();
+  release_memory_when_quiet();
   co_return summary;
 }
 

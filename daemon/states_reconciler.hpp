@@ -10,6 +10,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -50,6 +51,13 @@ class StatesReconciler : public Reconciler {
   Result<std::unique_ptr<AsyncLeaseStore>> lease_store(const LeaderElectionConfig& config) override;
   void set_write_gate(std::function<bool()> may_write) override { may_write_ = std::move(may_write); }
 
+  // Free memory goes back to the system once no cycle has run for `delay` (1 s), not
+  // right after each cycle: the next cycle of a burst (a `git pull`, an editor's
+  // write-then-rename) would fault the same pages in again, which on the bench VMs was
+  // half of a one-file cycle (bench/RESULTS.md, sixteenth round). Tests pass their own
+  // `release` (malloc_trim by default) and delay.
+  void set_memory_release(std::function<void()> release, std::chrono::milliseconds delay);
+
  private:
   struct ReadContent {
     std::string sha256;                      // empty: could not be read (always read again)
@@ -89,6 +97,8 @@ class StatesReconciler : public Reconciler {
   // GET /version: whether the API server answers at all.
   // `retry` false: one attempt (after a failed cycle, whose requests were retried).
   boost::asio::awaitable<Result<Response>> probe_version(bool retry);
+  // After a cycle: (re)starts the wait before memory is released (set_memory_release).
+  void release_memory_when_quiet();
 
   boost::asio::io_context& io_;
   DaemonConfig config_;
@@ -113,6 +123,9 @@ class StatesReconciler : public Reconciler {
   std::unique_ptr<discovery::DiscoveryClient> discovery_;
   std::unique_ptr<states::DiscoveryResolver> resolver_;
   TransportStats counted_;  // transport counters already added to the metrics
+  std::function<void()> release_memory_;
+  std::chrono::milliseconds release_delay_{1000};
+  std::unique_ptr<boost::asio::steady_timer> release_timer_;
 };
 
 // The factory `kstate daemon` uses (daemon_command.hpp's ReconcilerFactory).

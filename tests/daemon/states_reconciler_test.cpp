@@ -60,8 +60,11 @@ struct Fixture {
     config.cache_dir = (dir.path() / "cache").string();
     config.check_manifest_permissions = false;
     config.prune_delay = prune_delay;
-    return std::make_unique<StatesReconciler>(io, config, metrics,
-                                              [this] { return std::chrono::system_clock::now() + ahead; });
+    auto reconciler = std::make_unique<StatesReconciler>(io, config, metrics,
+                                                         [this] { return std::chrono::system_clock::now() + ahead; });
+    // At once: run_sync runs the io_context until no work is left, the release's wait included.
+    reconciler->set_memory_release(nullptr, 0ms);
+    return reconciler;
   }
   ReconcileSummary resync(StatesReconciler& reconciler) { return kstate::run_sync(io, reconciler.full_reconcile()); }
 };
@@ -317,4 +320,34 @@ TEST_CASE("a file event's cycle runs that file's states and still sees what the 
   CHECK(full.succeeded());
   CHECK(full.deleted == 0);
   CHECK(stored_value(fixture.emulator, "two") == "v1");
+}
+
+TEST_CASE("free memory goes back to the system once no cycle has run for a while, not after each cycle of a burst") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  write_file(manifests / "one.yaml", config_map("one", "v1"));
+  auto reconciler = fixture.make();
+  int releases = 0;
+  // (a second: each cycle, even under AddressSanitizer, takes far less)
+  reconciler->set_memory_release([&releases] { ++releases; }, 1000ms);
+  auto run_for = [&](std::chrono::milliseconds time) {
+    fixture.io.restart();
+    fixture.io.run_for(time);
+  };
+  auto cycle = [&](const std::string& value) {
+    write_file(manifests / "one.yaml", config_map("one", value));
+    return kstate::run_until_complete(
+        fixture.io, reconciler->reconcile_files({(manifests / "one.yaml").string()}, std::vector<std::string>{}));
+  };
+
+  REQUIRE(kstate::run_until_complete(fixture.io, reconciler->full_reconcile()).created == 1);
+  CHECK(releases == 0);
+  run_for(100ms);
+  REQUIRE(cycle("v2").updated == 1);  // within the wait: it starts again
+  run_for(100ms);
+  REQUIRE(cycle("v3").updated == 1);
+  run_for(800ms);
+  CHECK(releases == 0);  // 0.8 s after the last cycle, 1 s after the first
+  run_for(1000ms);
+  CHECK(releases == 1);  // once, for the whole burst
 }
