@@ -3,6 +3,7 @@
 #include "daemon/states_reconciler.hpp"
 
 #include <malloc.h>
+#include <rapidjson/reader.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -42,14 +43,11 @@ std::string content_hash(const std::string& path) {
 // kept in the cache into `pool`, which the cycle shares among all its states: a
 // document with its own allocator takes a 64 KiB chunk however small the object
 // (1,000 objects: 66 MB allocated at the cycle's peak instead of 2 MB).
-manifests::State copy_state(const manifests::State& state, const std::string& object_json, json::Allocator& pool) {
+manifests::State copy_state(const manifests::State& state, json::Document object) {
   manifests::State copy;
   copy.id = state.id;
   copy.function = state.function;
-  // json::parse (exact number conversion, depth limit), straight into the shared pool.
-  if (auto parsed = json::parse(object_json, pool); parsed.ok()) {
-    copy.object = std::move(parsed).value();
-  }
+  copy.object = std::move(object);
   copy.strategy = state.strategy;
   copy.strategy_given = state.strategy_given;
   copy.recreate = state.recreate;
@@ -63,28 +61,101 @@ manifests::State copy_state(const manifests::State& state, const std::string& ob
   return copy;
 }
 
-// What identifies a state's object, as compact JSON. A file event's cycle runs that
-// file's states alone; the others only count as declared (prune, references, the
-// inventory), for which this is enough: parsing every cached object back at each file
-// event was most of the cycle (1,000 objects: 1.2 MB of JSON for one changed file).
-std::string identity_json(const json::Value& object) {
-  json::Document identity(rapidjson::kObjectType);
-  auto& allocator = identity.GetAllocator();
-  for (const char* key : {"apiVersion", "kind"}) {
-    if (const json::Value* value = json::find(object, key)) {
-      identity.AddMember(rapidjson::StringRef(key), json::Value(*value, allocator), allocator);
+manifests::State copy_state(const manifests::State& state, const std::string& object_json, json::Allocator& pool) {
+  // json::parse (exact number conversion, depth limit), straight into the shared pool.
+  auto parsed = json::parse(object_json, pool);
+  return copy_state(state, parsed.ok() ? std::move(parsed).value() : json::Document(&pool));
+}
+
+// Reads what identifies an object (apiVersion, kind, metadata name, namespace and
+// generateName) from its compact JSON, stopping after `metadata` once both apiVersion
+// and kind were seen (manifests put them first): a file event's cycle runs that
+// file's states alone, the others only count as declared (prune, references, the
+// inventory), and parsing every cached object back whole at each file event was most
+// of the cycle (1,000 objects: 1.2 MB of JSON for one changed file).
+class IdentityReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, IdentityReader> {
+ public:
+  std::string api_version, kind, name, ns, generate_name;
+  bool has_api_version = false, has_kind = false, has_name = false, has_namespace = false, has_generate_name = false;
+
+  bool Default() { return true; }
+  bool Key(const char* text, rapidjson::SizeType length, bool /*copy*/) {
+    (depth_ == 1 ? top_key_ : metadata_key_).assign(text, length);
+    return true;
+  }
+  bool String(const char* text, rapidjson::SizeType length, bool /*copy*/) {
+    if (depth_ == 1) {
+      keep(top_key_, "apiVersion", api_version, has_api_version, text, length);
+      keep(top_key_, "kind", kind, has_kind, text, length);
+    } else if (depth_ == 2 && in_metadata_) {
+      keep(metadata_key_, "name", name, has_name, text, length);
+      keep(metadata_key_, "namespace", ns, has_namespace, text, length);
+      keep(metadata_key_, "generateName", generate_name, has_generate_name, text, length);
+    }
+    return true;
+  }
+  bool StartObject() {
+    ++depth_;
+    in_metadata_ = in_metadata_ || (depth_ == 2 && top_key_ == "metadata");
+    return true;
+  }
+  bool EndObject(rapidjson::SizeType /*members*/) {
+    if (depth_-- == 2 && in_metadata_) {
+      in_metadata_ = false;
+      return !(has_api_version && has_kind);  // false: all found, stop reading
+    }
+    return true;
+  }
+  bool StartArray() {
+    ++depth_;
+    return true;
+  }
+  bool EndArray(rapidjson::SizeType /*elements*/) {
+    --depth_;
+    return true;
+  }
+
+ private:
+  static void keep(const std::string& key, const char* wanted, std::string& into, bool& found, const char* text,
+                   rapidjson::SizeType length) {
+    if (key == wanted) {
+      into.assign(text, length);
+      found = true;
     }
   }
-  if (const json::Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
-    json::Value kept(rapidjson::kObjectType);
-    for (const char* key : {"name", "namespace", "generateName"}) {
-      if (const json::Value* value = json::find(*metadata, key)) {
-        kept.AddMember(rapidjson::StringRef(key), json::Value(*value, allocator), allocator);
-      }
-    }
-    identity.AddMember("metadata", kept, allocator);
+  int depth_ = 0;
+  bool in_metadata_ = false;
+  std::string top_key_, metadata_key_;
+};
+
+// The object of a state a file event's cycle does not run: its identity, or the whole
+// object for a CRD (it tells the kinds it defines: a changed file's custom resources
+// wait for it).
+json::Document identity_object(const std::string& object_json, json::Allocator& pool) {
+  IdentityReader identity;
+  rapidjson::Reader reader;
+  rapidjson::StringStream stream(object_json.c_str());
+  reader.Parse(stream, identity);
+  if (identity.kind == "CustomResourceDefinition") {
+    auto parsed = json::parse(object_json, pool);
+    return parsed.ok() ? std::move(parsed).value() : json::Document(&pool);
   }
-  return json::dump(identity);
+  json::Document object(&pool);
+  object.SetObject();
+  auto add = [&pool](json::Value& into, const char* key, bool present, const std::string& value) {
+    if (present) {
+      into.AddMember(rapidjson::StringRef(key),
+                     json::Value(value.data(), static_cast<rapidjson::SizeType>(value.size()), pool), pool);
+    }
+  };
+  add(object, "apiVersion", identity.has_api_version, identity.api_version);
+  add(object, "kind", identity.has_kind, identity.kind);
+  json::Value metadata(rapidjson::kObjectType);
+  add(metadata, "name", identity.has_name, identity.name);
+  add(metadata, "namespace", identity.has_namespace, identity.ns);
+  add(metadata, "generateName", identity.has_generate_name, identity.generate_name);
+  object.AddMember("metadata", metadata, pool);
+  return object;
 }
 
 // Which states may be declared more than once across files (kind, namespace and name,
@@ -100,12 +171,6 @@ std::string duplicate_key(const json::Value& object) {
     }
   }
   return key;
-}
-
-// Whether a cycle that does not run this state still needs its whole object: a CRD
-// tells the kinds it defines (a changed file's custom resources wait for it).
-bool needs_whole_object(const json::Value& object) {
-  return json::string_or(json::find(object, "kind"), "") == "CustomResourceDefinition";
 }
 
 // Gives the heap's free pages back to the system. A cycle allocates and frees many
@@ -304,10 +369,8 @@ bool StatesReconciler::refresh_file(const std::string& path, Listed listed) {
   // The objects are kept as compact JSON text: a RapidJSON document holds a 64 KiB pool
   // however small the object (~41 kB resident per object before, see bench/RESULTS.md).
   entry.objects.reserve(entry.states.size());
-  entry.identities.reserve(entry.states.size());
   for (auto& state : entry.states) {
     entry.objects.push_back(json::dump(state.object));
-    entry.identities.push_back(needs_whole_object(state.object) ? entry.objects.back() : identity_json(state.object));
     state.object = json::Document();
   }
   entry.errors = std::move(loaded.errors);
@@ -518,7 +581,8 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   for (const auto& [file, entry] : files_) {
     for (std::size_t i = 0; i < entry.states.size(); ++i) {
       const bool whole = runs(entry.states[i]);
-      states.push_back(copy_state(entry.states[i], whole ? entry.objects[i] : entry.identities[i], pool));
+      states.push_back(whole ? copy_state(entry.states[i], entry.objects[i], pool)
+                             : copy_state(entry.states[i], identity_object(entry.objects[i], pool)));
       if (only_files) {
         ++declared_keys[duplicate_key(states.back().object)];
         if (!whole) {

@@ -69,9 +69,6 @@ class StatesReconciler : public Reconciler {
     std::map<std::string, ReadContent> contents;
     std::vector<manifests::State> states;  // with a null object: see `objects`
     std::vector<std::string> objects;      // states[i]'s object as compact JSON
-    // states[i]'s apiVersion, kind and metadata name, namespace and generateName as
-    // compact JSON: all that a file event's cycle needs of a state it does not run.
-    std::vector<std::string> identities;
     std::vector<manifests::LoadError> errors;
     std::set<std::string> failed_files;
   };
