@@ -70,6 +70,7 @@ void reserve_thread_heap(std::size_t bytes, std::size_t populate_bytes) {
   std::free(block);
 #else
   (void)bytes;
+  (void)populate_bytes;
 #endif
 }
 
