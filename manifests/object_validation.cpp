@@ -24,7 +24,7 @@ bool is_label_shape(std::string_view value) {
   return true;
 }
 
-std::string quoted(std::string_view value) {
+std::string double_quoted(std::string_view value) {
   return "\"" + std::string(value) + "\"";
 }
 
@@ -123,7 +123,7 @@ std::string check_api_version(std::string_view api_version) {
   if (slash != std::string_view::npos) {
     std::string_view group = api_version.substr(0, slash);
     if (std::string problem = check_dns1123_subdomain(group); !problem.empty()) {
-      return "the group " + quoted(group) + " is not valid: " + problem;
+      return "the group " + double_quoted(group) + " is not valid: " + problem;
     }
   }
   if (version.empty() || version.size() > 63 || !is_label_shape(version) ||
@@ -147,7 +147,7 @@ std::vector<ObjectProblem> validate_object(const json::Value& object, const Yaml
   } else {
     api_version_text = {api_version->GetString(), api_version->GetStringLength()};
     if (std::string problem = check_api_version(api_version_text); !problem.empty()) {
-      add(at.child("apiVersion").position(), "apiVersion", quoted(api_version_text) + ": " + problem);
+      add(at.child("apiVersion").position(), "apiVersion", double_quoted(api_version_text) + ": " + problem);
     }
   }
   const json::Value* kind = json::find(object, "kind");
@@ -157,7 +157,7 @@ std::vector<ObjectProblem> validate_object(const json::Value& object, const Yaml
   } else {
     kind_text = {kind->GetString(), kind->GetStringLength()};
     if (!is_kind_shape(kind_text)) {
-      add(at.child("kind").position(), "kind", quoted(kind_text) + ": must be a type name such as Deployment");
+      add(at.child("kind").position(), "kind", double_quoted(kind_text) + ": must be a type name such as Deployment");
     }
   }
   const json::Value* metadata = json::find(object, "metadata");
@@ -173,7 +173,7 @@ std::vector<ObjectProblem> validate_object(const json::Value& object, const Yaml
   } else if (name != nullptr) {
     std::string_view text(name->GetString(), name->GetStringLength());
     if (std::string problem = check_name(api_version_text, kind_text, text); !problem.empty()) {
-      add(metadata_at.child("name").position(), "metadata.name", quoted(text) + ": " + problem);
+      add(metadata_at.child("name").position(), "metadata.name", double_quoted(text) + ": " + problem);
     }
   } else if (generate_name != nullptr && generate_name->IsString() && generate_name->GetStringLength() > 0) {
     // A prefix: validated as a name with its trailing '-' standing for the suffix.
@@ -183,7 +183,7 @@ std::vector<ObjectProblem> validate_object(const json::Value& object, const Yaml
       masked.back() = 'a';
     }
     if (std::string problem = check_name(api_version_text, kind_text, masked); !problem.empty()) {
-      add(metadata_at.child("generateName").position(), "metadata.generateName", quoted(text) + ": " + problem);
+      add(metadata_at.child("generateName").position(), "metadata.generateName", double_quoted(text) + ": " + problem);
     }
   } else {
     add(metadata_at.position(), "metadata.name", "is required (or metadata.generateName)");
@@ -194,7 +194,7 @@ std::vector<ObjectProblem> validate_object(const json::Value& object, const Yaml
     } else {
       std::string_view text(namespace_name->GetString(), namespace_name->GetStringLength());
       if (std::string problem = check_dns1123_label(text); !problem.empty()) {
-        add(metadata_at.child("namespace").position(), "metadata.namespace", quoted(text) + ": " + problem);
+        add(metadata_at.child("namespace").position(), "metadata.namespace", double_quoted(text) + ": " + problem);
       }
     }
   }

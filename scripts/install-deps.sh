@@ -10,7 +10,7 @@ packages=(
   libssl-dev openssl
   rapidjson-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev
   catch2 libcli11-dev libsystemd-dev libdtl-dev
-  clang clang-format clang-tidy libclang-rt-14-dev
+  clang clang-format clang-tidy libclang-rt-14-dev lld
   python3
 )
 # Optional tools: tests that use them skip when absent (kubectl is not in Debian 12).

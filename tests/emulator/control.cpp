@@ -163,6 +163,7 @@ std::string RequestLog::to_json() const {
     json::set(item, "code", json::Value(entry.code), allocator);
     json::set_string(item, "user", entry.user, allocator);
     json::set(item, "atMs", json::Value(static_cast<std::int64_t>(entry.at_ms)), allocator);
+    json::set(item, "handledUs", json::Value(static_cast<std::int64_t>(entry.handled_us)), allocator);
     if (!entry.fault.empty()) {
       json::set_string(item, "fault", entry.fault, allocator);
     }

@@ -69,6 +69,9 @@ struct LoggedRequest {
   std::string user;
   std::string fault;       // "", "fail", "close", "hang"
   std::int64_t at_ms = 0;  // when it arrived: milliseconds since the emulator started (steady clock)
+  // How long the API handled it (store, admission, persistence; not the network): what
+  // benchmarks subtract as "the server's time".
+  std::int64_t handled_us = 0;
 };
 
 class RequestLog {

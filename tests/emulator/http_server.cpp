@@ -628,8 +628,11 @@ class Emulator {
       co_return true;
     }
 
+    const auto handling = std::chrono::steady_clock::now();
     Response response = api_.handle(request);
     persist();
+    entry.handled_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - handling).count();
     entry.verb = response.verb;
     entry.code = response.status;
     if (fault.action == FaultAction::close) {
