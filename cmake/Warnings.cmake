@@ -17,7 +17,9 @@ if(KSTATE_WERROR)
 endif()
 if(KSTATE_SANITIZE)
   set(_san -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
-  target_compile_options(kstate_flags INTERFACE ${_san})
+  # Targets with KSTATE_UNINSTRUMENTED set (the tests' own code, tests/CMakeLists.txt)
+  # compile without the instrumentation and still link the runtimes.
+  target_compile_options(kstate_flags INTERFACE "$<$<NOT:$<BOOL:$<TARGET_PROPERTY:KSTATE_UNINSTRUMENTED>>>:${_san}>")
   target_link_options(kstate_flags INTERFACE ${_san})
   # Lets CPU-time guards against quadratic behaviour skip their bound: a Debug build
   # under ASan runs 10-30x slower, which says nothing about the algorithm.

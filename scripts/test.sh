@@ -2,10 +2,12 @@
 # Builds kstate and runs the whole test suite: the README's test command and what
 # .ci/run executes.
 #   scripts/test.sh            everything CI runs: the default preset (build + CTest),
-#                              the same suite under ASan + UBSan (asan preset), then
-#                              every libFuzzer target for a bounded time
+#                              the same suite under ASan + UBSan (asan preset; the
+#                              emulator's own tests aside: it starts the default
+#                              preset's emulator), then every libFuzzer target for a
+#                              bounded time
 #   scripts/test.sh PRESET     one preset only (default | debug | asan), no fuzzing
-# Environment: KSTATE_SOAK_SECONDS (default 60 here, 20 for a bare ctest) is how long
+# Environment: KSTATE_SOAK_SECONDS (default 30 here, 20 for a bare ctest) is how long
 # the daemon soak test runs in the default pass; KSTATE_ASAN=0 skips the sanitizer
 # pass (whose soak keeps 20 s); KSTATE_FUZZ_SECONDS (default
 # 15 per target, 0 skips) bounds the fuzzing, which runs in build/fuzz when clang with
@@ -34,7 +36,7 @@ if (($# > 0)); then
   run_preset "$1"
   exit 0
 fi
-KSTATE_SOAK_SECONDS=${KSTATE_SOAK_SECONDS:-60} run_preset default
+KSTATE_SOAK_SECONDS=${KSTATE_SOAK_SECONDS:-30} run_preset default
 if [[ ${KSTATE_ASAN:-1} != 0 ]]; then
   run_preset asan
 fi
