@@ -7,6 +7,7 @@
 #include "daemon/file_security.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/notifier.hpp"
+#include "daemon/resident_heap.hpp"
 
 namespace kstate::daemon {
 
@@ -35,6 +36,7 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
       spdlog::warn("{}", status.error().message);
     }
   }
+  tune_heap_for_daemon();
   boost::asio::io_context io;
   MetricsRegistry registry;
   DaemonMetrics metrics(registry);

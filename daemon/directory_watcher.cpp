@@ -250,9 +250,13 @@ struct DirectoryWatcher::Impl : std::enable_shared_from_this<DirectoryWatcher::I
       handle(event, name);
       offset += sizeof event + event.len;
     }
+    const bool batch_starts = !debouncer.pending();
     debouncer.record(Debouncer::Clock::now());
     schedule();
     read_events();
+    if (batch_starts && options.on_batch_start) {
+      options.on_batch_start();
+    }
   }
 
   void schedule() {

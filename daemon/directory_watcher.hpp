@@ -36,6 +36,9 @@ struct WatchOptions {
   std::chrono::steady_clock::duration max_delay = std::chrono::seconds(5);
   // A file opened for writing and not yet closed is held back this long at most.
   std::chrono::steady_clock::duration write_hold = std::chrono::seconds(30);
+  // Called on the first event of each batch, once its debounce has started: the
+  // reconciler may prepare for the cycle that follows while the tree settles.
+  std::function<void()> on_batch_start;
 };
 
 class DirectoryWatcher {

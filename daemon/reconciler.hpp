@@ -53,6 +53,9 @@ class Reconciler {
   // removed files are pruned.
   virtual boost::asio::awaitable<ReconcileSummary> reconcile_files(std::vector<std::string> changed,
                                                                    std::vector<std::string> removed) = 0;
+  // A file event started a batch: reconcile_files follows once the folder has been
+  // quiet for the debounce. Work done now is off that cycle's path.
+  virtual void prepare_for_cycle() {}
   // SIGHUP: the configuration was reloaded; applies to the next reconcile.
   virtual Status reconfigure(const DaemonConfig& /*config*/) { return ok_status(); }
   // Shutdown began: finish what is in flight, start nothing new.

@@ -195,6 +195,11 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     watch.debounce = config.debounce;
     watch.max_delay = std::max<Duration>(options.watch_max_delay, config.debounce);
     watch.write_hold = options.watch_write_hold;
+    watch.on_batch_start = [weak = std::weak_ptr<Impl>(shared_from_this())] {
+      if (auto self = weak.lock(); self && !self->stopping) {
+        self->reconciler.prepare_for_cycle();
+      }
+    };
     std::weak_ptr<Impl> weak = shared_from_this();
     watcher =
         std::make_unique<DirectoryWatcher>(io.get_executor(), config.manifests_dir, watch, [weak](ChangeBatch batch) {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "daemon/file_security.hpp"
+#include "daemon/resident_heap.hpp"
 #include "daemon/write_gate.hpp"
 #include "kstate/build_info.hpp"
 #include "states/reconcile.hpp"
@@ -245,6 +246,20 @@ void StatesReconciler::release_memory_when_quiet() {
       release ? release() : release_free_memory();
     }
   });
+}
+
+void StatesReconciler::prepare_for_cycle() {
+  if (warm_memory_) {
+    warm_memory_();
+  } else {
+    // The heap of a 1,000-object daemon is ~14 MB (4-5 MB of it resident when idle):
+    // faulted in whole in ~2.5 ms on the bench VMs. Bounded, so that with many more
+    // objects it still fits in the default debounce (20 ms); 4 MB more at the top
+    // covers what a one-file cycle allocates beyond it.
+    const std::size_t faulted = warm_heap(std::size_t{4} << 20, std::size_t{32} << 20);
+    spdlog::debug("file event: {} kB of the heap faulted in ahead of the cycle", faulted / 1024);
+  }
+  release_memory_when_quiet();
 }
 
 Status StatesReconciler::reconfigure(const DaemonConfig& config) {

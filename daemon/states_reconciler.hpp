@@ -47,6 +47,10 @@ class StatesReconciler : public Reconciler {
   boost::asio::awaitable<ReconcileSummary> reconcile_files(std::vector<std::string> changed,
                                                            std::vector<std::string> removed) override;
   Status reconfigure(const DaemonConfig& config) override;
+  // Faults the heap back in (warm_heap, or the function set_memory_warmup gave) and
+  // restarts the wait before it is given back, so that a batch that runs no cycle
+  // (only files that are not manifests) does not leave it resident.
+  void prepare_for_cycle() override;
   void request_stop() override { stopping_ = true; }
   Result<std::unique_ptr<AsyncLeaseStore>> lease_store(const LeaderElectionConfig& config) override;
   void set_write_gate(std::function<bool()> may_write) override { may_write_ = std::move(may_write); }
@@ -57,6 +61,8 @@ class StatesReconciler : public Reconciler {
   // half of a one-file cycle (bench/RESULTS.md, sixteenth round). Tests pass their own
   // `release` (malloc_trim by default) and delay.
   void set_memory_release(std::function<void()> release, std::chrono::milliseconds delay);
+  // What prepare_for_cycle runs instead of warm_heap (tests).
+  void set_memory_warmup(std::function<void()> warm) { warm_memory_ = std::move(warm); }
 
  private:
   struct ReadContent {
@@ -121,6 +127,7 @@ class StatesReconciler : public Reconciler {
   std::unique_ptr<states::DiscoveryResolver> resolver_;
   TransportStats counted_;  // transport counters already added to the metrics
   std::function<void()> release_memory_;
+  std::function<void()> warm_memory_;
   std::chrono::milliseconds release_delay_{1000};
   std::unique_ptr<boost::asio::steady_timer> release_timer_;
 };

@@ -35,6 +35,7 @@ struct WatchedTree {
   boost::asio::io_context io;
   std::vector<ChangeBatch> batches;
   std::vector<std::string> contents_at_batch;  // content of `probe` when each batch arrived
+  std::vector<std::size_t> batch_starts;       // at each on_batch_start: how many batches had arrived
   fs::path probe;
   std::unique_ptr<DirectoryWatcher> watcher;
 
@@ -58,6 +59,7 @@ struct WatchedTree {
     options.debounce = 40ms;
     options.max_delay = 2s;
     options.write_hold = 3s;
+    options.on_batch_start = [this] { batch_starts.push_back(batches.size()); };
     watcher = std::make_unique<DirectoryWatcher>(io.get_executor(), root, options, [this](ChangeBatch batch) {
       contents_at_batch.push_back(probe.empty() ? std::string() : read_file(probe));
       batches.push_back(std::move(batch));
@@ -112,6 +114,28 @@ TEST_CASE("watcher: create, append and delete are reported once each") {
   CHECK(removed->changed.empty());
   CHECK(removed->removed == Paths{tree.at("existing.yaml")});
   CHECK(tree.quiet_for());
+}
+
+TEST_CASE("watcher: the first event of each batch is announced at once, before the batch is reported") {
+  WatchedTree tree;
+  tree.start();
+
+  // Three files written within the debounce: one batch, announced once, before it.
+  write_file(tree.root / "a.yaml", "a: 1\n");
+  write_file(tree.root / "b.yaml", "b: 1\n");
+  write_file(tree.root / "c.yaml", "c: 1\n");
+  auto first = tree.next_batch();
+  REQUIRE(first);
+  CHECK(first->changed == Paths{tree.at("a.yaml"), tree.at("b.yaml"), tree.at("c.yaml")});
+  CHECK(tree.batch_starts == std::vector<std::size_t>{0});
+
+  fs::remove(tree.root / "b.yaml");
+  auto second = tree.next_batch();
+  REQUIRE(second);
+  CHECK(second->removed == Paths{tree.at("b.yaml")});
+  CHECK(tree.batch_starts == std::vector<std::size_t>{0, 1});
+  CHECK(tree.quiet_for());
+  CHECK(tree.batch_starts.size() == 2);
 }
 
 TEST_CASE("watcher: vim's save (4913 probe, backup rename, new file) is one change of the file") {

@@ -93,6 +93,7 @@ class FakeReconciler final : public daemon::Reconciler {
     bool may_write = true;         // the write gate when the reconcile started
     bool may_write_at_end = true;  // and when it finished
     std::chrono::steady_clock::time_point started{};
+    std::size_t prepared_before = 0;  // prepare_for_cycle calls before this one started
   };
 
   // Leader election: the Lease store this reconciler hands out (none: unsupported).
@@ -137,6 +138,14 @@ class FakeReconciler final : public daemon::Reconciler {
     std::lock_guard lock(mutex_);
     stop_requested_ = true;
   }
+  void prepare_for_cycle() override {
+    std::lock_guard lock(mutex_);
+    ++prepared_;
+  }
+  std::size_t prepared() const {
+    std::lock_guard lock(mutex_);
+    return prepared_;
+  }
 
   std::vector<Call> calls() const {
     std::lock_guard lock(mutex_);
@@ -166,7 +175,8 @@ class FakeReconciler final : public daemon::Reconciler {
     {
       std::lock_guard lock(mutex_);
       index = calls_.size();
-      calls_.push_back({kind, changed, removed, false, !gate_ || gate_(), true, std::chrono::steady_clock::now()});
+      calls_.push_back(
+          {kind, changed, removed, false, !gate_ || gate_(), true, std::chrono::steady_clock::now(), prepared_});
       duration = duration_;
       defer_prune = defer_prune_ && kind == "files";
       if (kind == "full" && api_failures_left_ > 0) {
@@ -196,6 +206,7 @@ class FakeReconciler final : public daemon::Reconciler {
     co_return summary;
   }
 
+  std::size_t prepared_ = 0;
   mutable std::mutex mutex_;
   std::function<bool()> gate_;  // called on the loop thread only
   std::vector<Call> calls_;

@@ -230,6 +230,32 @@ TEST_CASE("runner: READY after the first reconcile, file changes reconciled, SIG
   CHECK(daemon.reconciler.stop_requested());
 }
 
+TEST_CASE("runner: a file event prepares the reconciler while the folder settles, once per batch") {
+  RunningDaemon daemon;
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  CHECK(daemon.reconciler.prepared() == 0);  // the start-up reconcile follows no file event
+
+  // Several events within the debounce: one batch, prepared once, before its reconcile.
+  std::ofstream(daemon.manifests / "a.yaml") << "kind: ConfigMap\n";
+  std::ofstream(daemon.manifests / "b.yaml") << "kind: ConfigMap\n";
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") >= 1; }));
+  REQUIRE(daemon.wait_until([&] {
+    auto calls = daemon.reconciler.calls();
+    return calls.back().finished;
+  }));
+  auto calls = daemon.reconciler.calls();
+  CHECK(calls.back().prepared_before >= 1);
+  CHECK(daemon.reconciler.prepared() == daemon.reconciler.count("files"));
+
+  const std::size_t files_before = daemon.reconciler.count("files");
+  std::ofstream(daemon.manifests / "a.yaml") << "kind: Secret\n";
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == files_before + 1; }));
+  CHECK(daemon.reconciler.calls().back().prepared_before == daemon.reconciler.prepared());
+  CHECK(daemon.reconciler.prepared() == files_before + 1);
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
 TEST_CASE("runner: objects a file change took out are pruned by a full reconcile once the folder is quiet") {
   RunningDaemon daemon;
   daemon.config.prune_delay = 1s;
