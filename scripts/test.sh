@@ -10,7 +10,7 @@
 # Environment: KSTATE_SOAK_SECONDS (default 30 here, 20 for a bare ctest) is how long
 # the daemon soak test runs in the default pass; KSTATE_ASAN=0 skips the sanitizer
 # pass (whose soak keeps 20 s); KSTATE_FUZZ_SECONDS (default
-# 15 per target, 0 skips) bounds the fuzzing, which runs in build/fuzz when clang with
+# 10 per target, 0 skips) bounds the fuzzing, which runs in build/fuzz when clang with
 # libFuzzer is installed (scripts/fuzz.sh runs the targets longer on demand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,8 +40,8 @@ KSTATE_SOAK_SECONDS=${KSTATE_SOAK_SECONDS:-30} run_preset default
 if [[ ${KSTATE_ASAN:-1} != 0 ]]; then
   run_preset asan
 fi
-if [[ ${KSTATE_FUZZ_SECONDS:-15} != 0 ]]; then
+if [[ ${KSTATE_FUZZ_SECONDS:-10} != 0 ]]; then
   start=$SECONDS
-  KSTATE_FUZZ_IF_AVAILABLE=1 scripts/fuzz.sh "${KSTATE_FUZZ_SECONDS:-15}"
+  KSTATE_FUZZ_IF_AVAILABLE=1 scripts/fuzz.sh "${KSTATE_FUZZ_SECONDS:-10}"
   echo "== fuzzing: done in $((SECONDS - start)) s"
 fi
