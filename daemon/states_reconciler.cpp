@@ -639,9 +639,15 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   // A file change's reconcile applies at once and leaves pruning to the full reconcile
   // the runner starts once the folder is quiet (DaemonConfig::prune_delay).
   options.defer_prune = only_files_ran && config_.prune_delay > Duration::zero();
+  if (options.defer_prune) {
+    options.kept_before = kept_for_cause_;
+  }
 
   states::RunReport report = co_await states::reconcile(*gated_client_, *resolver_, states, options);
   count_requests();
+  if (options.prune && !options.defer_prune) {
+    kept_for_cause_ = std::move(report.kept_for_cause);  // (empty when prune was held back)
+  }
   for (const auto& note : report.notes) {
     spdlog::info("{}", note);
   }

@@ -110,7 +110,9 @@ class StatesReconciler : public Reconciler {
   bool api_answered_ = false;  // the last cycle reached the API server
   // Files of the manifests folder that existed at the last full scan.
   bool manifests_listed_ = false;
-  std::size_t managed_objects_ = 0;       // as of the last cycle
+  std::size_t managed_objects_ = 0;  // as of the last cycle
+  // What the last cycle that pruned kept for a cause of its own (ReconcileOptions::kept_before).
+  std::set<states::ObjectKey> kept_for_cause_;
   std::vector<std::string> list_errors_;  // why the folder could not be listed (missing, unreadable)
   std::map<std::string, LoadedFile> files_;
   Clock now_;

@@ -758,7 +758,8 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     std::set<ObjectKey> declared = report.declared;
     declare_generated(states, loaded.inventory, declared);
     for (const InventoryEntry& entry : loaded.inventory.entries) {
-      report.prune_deferred += declared.count(entry.key()) == 0 ? 1 : 0;
+      const ObjectKey key = entry.key();
+      report.prune_deferred += declared.count(key) == 0 && options.kept_before.count(key) == 0 ? 1 : 0;
     }
   } else if (options.prune) {
     PruneInput input;
@@ -787,9 +788,13 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     for (const KeptEntry& kept : decision.kept) {
       switch (kept.reason) {
         case KeepReason::still_has_members:
+        case KeepReason::prune_disabled:
+          // (They stay in the inventory; those with another UID or without kstate's
+          // labels are forgotten.)
+          report.kept_for_cause.insert(kept.entry.key());
+          [[fallthrough]];
         case KeepReason::labels_removed:
         case KeepReason::uid_mismatch:
-        case KeepReason::prune_disabled:
         case KeepReason::not_checked:
           report.notes.push_back(describe_entry(kept.entry) + " not pruned: " + to_string(kept.reason) +
                                  (kept.detail.empty() ? "" : " (" + kept.detail + ")"));

@@ -44,6 +44,11 @@ struct ReconcileOptions {
   // object moved from one file to another by two writes is never deleted in between:
   // a full reconcile prunes once the folder has been quiet (DaemonConfig::prune_delay).
   bool defer_prune = false;
+  // With defer_prune: entries an earlier full cycle examined and kept for a cause of
+  // their own (RunReport::kept_for_cause) are not counted in prune_deferred: a full
+  // reconcile now would keep them again, so a file event would ask for one in vain
+  // after every edit. The next resync looks at them again.
+  std::set<ObjectKey> kept_before;
   // begin_cycle starts the LISTs a re-apply will need, from the inventory, so that they
   // are answered while the caller loads its manifests (read_ahead.hpp): `kstate apply`
   // and `kstate test`, which load after begin_cycle. Not with only_files.

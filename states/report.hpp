@@ -30,6 +30,11 @@ struct RunReport {
   // With ReconcileOptions::defer_prune: inventory entries no manifest declares any more,
   // left for a later cycle to prune (none is deleted by this one).
   std::size_t prune_deferred = 0;
+  // Entries no manifest declares that this cycle's prune kept in the inventory for a
+  // cause of their own (a Namespace or CRD still holding objects, prune disabled on
+  // it); not those kept because prune was held back or their object could not be
+  // looked at.
+  std::set<ObjectKey> kept_for_cause;
 
   int succeeded() const;  // result true or pending
   int failed() const;     // result false

@@ -386,3 +386,37 @@ TEST_CASE("a file event faults the heap in ahead of its cycle; a batch that runs
   run_for(400ms);
   CHECK(releases == 3);
 }
+
+TEST_CASE("an object a full reconcile kept for a cause of its own does not make each later edit ask for another") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  write_file(manifests / "one.yaml", config_map("one", "v1"));
+  write_file(manifests / "two.yaml", config_map("two", "v1"));
+  auto reconciler = fixture.make();
+  REQUIRE(fixture.resync(*reconciler).created == 2);
+  auto files_cycle = [&](std::vector<std::string> changed, std::vector<std::string> removed) {
+    return kstate::run_until_complete(fixture.io, reconciler->reconcile_files(std::move(changed), std::move(removed)));
+  };
+
+  // Someone marks "two" as not to be pruned, and its file goes.
+  auto marked = fixture.emulator.request("PATCH", "/api/v1/namespaces/default/configmaps/two",
+                                         R"({"metadata":{"annotations":{"kstate.io/prune":"disabled"}}})",
+                                         "application/merge-patch+json");
+  REQUIRE(marked.status == 200);
+  std::filesystem::remove(manifests / "two.yaml");
+  CHECK(files_cycle({}, {(manifests / "two.yaml").string()}).prune_deferred == 1);
+  // The full reconcile that follows keeps it (and keeps it recorded).
+  ReconcileSummary full = fixture.resync(*reconciler);
+  CHECK(full.deleted == 0);
+  CHECK(stored_value(fixture.emulator, "two") == "v1");
+
+  // An edit of another file: nothing new to prune, so no full reconcile is asked for.
+  write_file(manifests / "one.yaml", config_map("one", "v2"));
+  ReconcileSummary edit = files_cycle({(manifests / "one.yaml").string()}, {});
+  CHECK(edit.updated == 1);
+  CHECK(edit.prune_deferred == 0);
+
+  // An object newly left undeclared still is.
+  std::filesystem::remove(manifests / "one.yaml");
+  CHECK(files_cycle({}, {(manifests / "one.yaml").string()}).prune_deferred == 1);
+}
