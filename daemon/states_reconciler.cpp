@@ -253,11 +253,14 @@ void StatesReconciler::prepare_for_cycle() {
     warm_memory_();
   } else {
     // The heap of a 1,000-object daemon is ~14 MB (4-5 MB of it resident when idle):
-    // faulted in whole in ~2.5 ms on the bench VMs. Bounded, so that with many more
-    // objects it still fits in the default debounce (20 ms); 4 MB more at the top
-    // covers what a one-file cycle allocates beyond it.
-    const std::size_t faulted = warm_heap(std::size_t{4} << 20, std::size_t{32} << 20);
-    spdlog::debug("file event: {} kB of the heap faulted in ahead of the cycle", faulted / 1024);
+    // faulted in whole in 2.5-7 ms on the bench VMs, within the default debounce
+    // (20 ms). With 10,000 objects, 74 MB take 17-27 ms, a little more than the
+    // debounce, against ~80 ms of faults in the cycle (bench/RESULTS.md, eighteenth
+    // round). 4 MB more at the top cover what a one-file cycle allocates beyond it.
+    const auto warm_started = std::chrono::steady_clock::now();
+    const std::size_t faulted = warm_heap(std::size_t{4} << 20, std::size_t{256} << 20);
+    spdlog::debug("file event: {} kB of the heap faulted in ahead of the cycle in {:.1f} ms", faulted / 1024,
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_started).count());
   }
   release_memory_when_quiet();
 }
