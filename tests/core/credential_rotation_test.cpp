@@ -27,6 +27,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace credential_rotation_test {
+
 using namespace kstate;
 using kstate::testing::Emulator;
 using kstate::testing::read_file;
@@ -396,3 +398,5 @@ TEST_CASE("client certificate files replaced while running: new connections pres
   WARN("client certificate rotation: picked up within one refresh interval (60 s), 0 x 401, half rotation ignored");
   (void)config_text;
 }
+
+}  // namespace credential_rotation_test

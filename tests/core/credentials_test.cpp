@@ -12,6 +12,8 @@
 #include "core/json.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace credentials_test {
+
 using namespace kstate;
 using kstate::testing::read_file;
 using kstate::testing::TempDir;
@@ -203,3 +205,5 @@ TEST_CASE("RFC 3339 times the clock cannot hold are refused, and a plugin's far-
   CHECK(*zero->expiration < *parse_rfc3339("1678-01-01T00:00:00Z"));
   CHECK_FALSE(parse_exec_credential(credential + R"(soon"}})", "client.authentication.k8s.io/v1").ok());
 }
+
+}  // namespace credentials_test

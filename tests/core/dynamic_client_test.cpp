@@ -12,6 +12,8 @@
 
 #include "tests/support/emulator.hpp"
 
+namespace dynamic_client_test {
+
 using namespace kstate;
 using kstate::testing::Emulator;
 
@@ -278,3 +280,5 @@ TEST_CASE("secrets hygiene: tokens and Secret values never reach the logs, even 
   }
   spdlog::set_default_logger(previous);
 }
+
+}  // namespace dynamic_client_test

@@ -5,6 +5,8 @@
 
 #include "core/json.hpp"
 
+namespace error_test {
+
 using namespace kstate;
 
 TEST_CASE("Error::describe renders reason, message and field causes like kubectl") {
@@ -38,3 +40,5 @@ TEST_CASE("json helpers parse, find, set and dump") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("offset 5") != std::string::npos);
 }
+
+}  // namespace error_test

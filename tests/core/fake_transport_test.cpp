@@ -11,6 +11,8 @@
 #include "core/dynamic_client.hpp"
 #include "core/retry.hpp"
 
+namespace fake_transport_test {
+
 using namespace kstate;
 using kstate::testing::FakeTransport;
 using namespace std::chrono_literals;
@@ -208,3 +210,5 @@ TEST_CASE("retry policy walked through storms: total wait, attempts, no blind re
   WARN("429 storm, Retry-After 2 s, 4 retries: " << total(waits).count() << " ms of waiting; 503 backoff "
                                                  << total(backoffs).count() << " ms");
 }
+
+}  // namespace fake_transport_test

@@ -12,6 +12,8 @@
 #include "core/watch.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace fuzz_regression_test {
+
 using namespace kstate;
 using kstate::testing::TempDir;
 using kstate::testing::write_file;
@@ -107,3 +109,5 @@ TEST_CASE("a kubeconfig entry that is not a mapping is a configuration error, no
     CHECK(config.error().message.find("is not a mapping") != std::string::npos);
   }
 }
+
+}  // namespace fuzz_regression_test

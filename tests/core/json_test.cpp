@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace json_test {
+
 using namespace kstate;
 
 namespace {
@@ -264,3 +266,5 @@ TEST_CASE("pool allocator: reserve takes a chunk of exactly what is asked, once"
   pool.reserve(10);  // the chunk in use has no room left: a new one, as small
   CHECK(pool.reserved_bytes() < reserved + 100);
 }
+
+}  // namespace json_test

@@ -8,6 +8,8 @@
 #include "core/encoding.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace kubeconfig_test {
+
 using namespace kstate;
 using kstate::testing::TempDir;
 using kstate::testing::write_file;
@@ -179,3 +181,5 @@ TEST_CASE("conflicting or unsupported settings are clear configuration errors", 
   check_error("", "    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, command: x}\n", "not supported");
   check_error("", "    client-key-data: '!!!notbase64'\n    client-certificate-data: " + ca + "\n", "base64");
 }
+
+}  // namespace kubeconfig_test

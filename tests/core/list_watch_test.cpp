@@ -12,6 +12,8 @@
 #include "tests/support/emulator.hpp"
 #include "tests/support/fake_transport.hpp"
 
+namespace list_watch_test {
+
 using namespace kstate;
 using kstate::testing::Emulator;
 using kstate::testing::FakeTransport;
@@ -252,3 +254,5 @@ TEST_CASE("ListWatcher: a watch stream that goes silent hits the idle deadline a
   CHECK(waited < 3000);
   WARN("silent watch stream: idle deadline 500 ms, change delivered by the re-watch after " << waited << " ms");
 }
+
+}  // namespace list_watch_test

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace request_test {
+
 using namespace kstate;
 
 namespace {
@@ -189,3 +191,5 @@ TEST_CASE("names and namespaces are validated before they enter a URL", "[reques
   hostile.plural = "configmaps/../../x";
   CHECK_FALSE(requests::list(hostile, "default").ok());
 }
+
+}  // namespace request_test

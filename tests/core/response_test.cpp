@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace response_test {
+
 using namespace kstate;
 
 TEST_CASE("a Status body becomes a typed error with reason, message and causes", "[response]") {
@@ -41,3 +43,5 @@ TEST_CASE("status codes and reasons map to error kinds callers classify on", "[r
   CHECK(unavailable.message == "the server responded with HTTP 503: upstream down");
   CHECK(unavailable.retry_after_seconds == -1);
 }
+
+}  // namespace response_test

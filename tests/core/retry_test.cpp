@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace retry_test {
+
 using namespace kstate;
 using namespace std::chrono_literals;
 
@@ -91,3 +93,5 @@ TEST_CASE("5xx and connection failures are retried with jittered exponential bac
   CHECK_FALSE(retry_delay(policy, read_request(), not_found, true, 0, 0.0));
   CHECK_FALSE(retry_delay(policy, read_request(), dropped, true, policy.max_retries, 0.0));
 }
+
+}  // namespace retry_test

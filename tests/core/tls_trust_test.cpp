@@ -20,6 +20,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace tls_trust_test {
+
 using namespace kstate;
 using kstate::testing::read_file;
 using kstate::testing::run_process;
@@ -183,3 +185,5 @@ TEST_CASE("a server certificate from an unknown CA is refused and the token is n
   CHECK(answered.error().http_status == 404);
   CHECK(server.received().find("Authorization: Bearer " + canary) != std::string::npos);
 }
+
+}  // namespace tls_trust_test

@@ -21,6 +21,8 @@
 #include "core/dynamic_client.hpp"
 #include "tests/support/emulator.hpp"
 
+namespace transport_faults_test {
+
 using namespace kstate;
 using kstate::testing::Emulator;
 using SteadyClock = std::chrono::steady_clock;
@@ -293,3 +295,5 @@ TEST_CASE("under a 429 storm every request, retries included, stays within QPS a
                                                 << span_s << " s, sustained " << rate << " req/s, worst window excess "
                                                 << worst_excess);
 }
+
+}  // namespace transport_faults_test

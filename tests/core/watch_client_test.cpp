@@ -13,6 +13,8 @@
 #include "core/dynamic_client.hpp"
 #include "tests/support/emulator.hpp"
 
+namespace watch_client_test {
+
 using namespace kstate;
 using kstate::testing::Emulator;
 
@@ -225,3 +227,5 @@ TEST_CASE("DynamicClient watch: initial listing without a resourceVersion, 410 E
   WARN("watch: initial listing " << initial.size() << " objects; compacted watch -> " << error.http_status << " "
                                  << error.reason);
 }
+
+}  // namespace watch_client_test

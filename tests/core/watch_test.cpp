@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace watch_test {
+
 using namespace kstate;
 
 TEST_CASE("watch events split across reads are decoded in order", "[watch]") {
@@ -50,3 +52,5 @@ TEST_CASE("an ERROR event carries a Status, a broken line is an error", "[watch]
   CHECK_FALSE(decoder.feed("ect\": 1}\n").ok());
   CHECK_FALSE(decode_watch_line(R"({"type":"SOMETHING","object":{}})").ok());
 }
+
+}  // namespace watch_test

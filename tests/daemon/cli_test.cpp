@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+namespace cli_test {
+
 namespace {
 
 struct Run {
@@ -104,3 +106,5 @@ TEST_CASE("apply and test name their ApplySet with --applyset-name/--applyset-na
   CHECK(bad_namespace.code == 2);
   CHECK(bad_namespace.err.find("--applyset-namespace") != std::string::npos);
 }
+
+}  // namespace cli_test

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
+namespace config_flags_test {
+
 using namespace std::chrono_literals;
 
 namespace {
@@ -57,3 +59,5 @@ TEST_CASE("config flags: -v is the short form of --log-level") {
 TEST_CASE("unknown flags are rejected by the parser") {
   CHECK_THROWS_AS(parse_flags({"--resync", "5m"}), CLI::ParseError);
 }
+
+}  // namespace config_flags_test

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+namespace config_test {
+
 using namespace std::chrono_literals;
 using kstate::daemon::ConfigOverride;
 using kstate::daemon::DaemonConfig;
@@ -241,3 +243,5 @@ TEST_CASE("load_config: a missing default file means defaults, a missing --confi
   REQUIRE_FALSE(from_disk.ok());
   CHECK_THAT(from_disk.error().message, Catch::Contains(path.string() + ":2: bogus: unknown key"));
 }
+
+}  // namespace config_test

@@ -14,6 +14,8 @@
 #include "tests/daemon/fake_reconciler.hpp"
 #include "tests/daemon/notify_socket.hpp"
 
+namespace daemon_command_test {
+
 namespace fs = std::filesystem;
 using kstate::daemon::DaemonCommand;
 
@@ -93,3 +95,5 @@ TEST_CASE("kstate daemon: runs with file + flags until SIGTERM, then exits 0") {
   REQUIRE(stopping);
   CHECK_THAT(*stopping, Catch::StartsWith("STOPPING=1"));
 }
+
+}  // namespace daemon_command_test

@@ -19,6 +19,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace daemon_e2e_test {
+
 using kstate::testing::BackgroundProcess;
 using kstate::testing::Emulator;
 using kstate::testing::EmulatorOptions;
@@ -449,3 +451,5 @@ TEST_CASE("a manifest writable by others is refused with its name until fixed, a
   CHECK(files > 0);
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
 }
+
+}  // namespace daemon_e2e_test

@@ -17,6 +17,8 @@
 
 #include "tests/daemon/daemon_process.hpp"
 
+namespace daemon_soak_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::write_file;
 using namespace kstate::testing::daemon_process;
@@ -174,3 +176,5 @@ TEST_CASE("daemon soak: files changing and resyncs for KSTATE_SOAK_SECONDS, no R
   CHECK(fds_end - fds_start <= static_cast<double>(fd_tolerance));
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
 }
+
+}  // namespace daemon_soak_test

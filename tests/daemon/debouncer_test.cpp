@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace debouncer_test {
+
 using namespace std::chrono_literals;
 using kstate::daemon::Debouncer;
 
@@ -42,3 +44,5 @@ TEST_CASE("debouncer holds a batch while a file is being written, up to the hold
   CHECK(debouncer.due(t0 + 30s, true));        // a writer that never closes is not waited for forever
   CHECK(debouncer.due(t0 + 300ms, false));     // closed: the normal rule
 }
+
+}  // namespace debouncer_test

@@ -13,6 +13,8 @@
 #include <random>
 #include <thread>
 
+namespace directory_watcher_test {
+
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using kstate::daemon::ChangeBatch;
@@ -358,3 +360,5 @@ TEST_CASE("watcher: a root symlink swapped to another folder is a full rescan, a
   std::ofstream(tree.base / "release-1" / "app.yaml", std::ios::app) << "w: 4\n";
   CHECK(tree.quiet_for());
 }
+
+}  // namespace directory_watcher_test

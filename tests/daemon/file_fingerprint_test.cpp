@@ -11,6 +11,8 @@
 
 #include "tests/support/temp_dir.hpp"
 
+namespace file_fingerprint_test {
+
 using kstate::daemon::FileFingerprint;
 using kstate::daemon::fingerprint_of;
 using kstate::daemon::known_unchanged;
@@ -112,3 +114,5 @@ TEST_CASE("rewrites on disk are never taken as unchanged, even with the same siz
     CHECK_FALSE(fingerprint_of(file.string()).has_value());
   }
 }
+
+}  // namespace file_fingerprint_test

@@ -12,6 +12,8 @@
 
 #include "tests/support/temp_dir.hpp"
 
+namespace file_security_test {
+
 using kstate::daemon::ensure_private_directory;
 using kstate::daemon::manifest_permission_problem;
 using kstate::testing::TempDir;
@@ -120,3 +122,5 @@ TEST_CASE("private folders: created 0700, an existing open folder of ours tighte
   REQUIRE_FALSE(not_folder);
   CHECK_THAT(not_folder.error().message, Catch::EndsWith("file is not a folder"));
 }
+
+}  // namespace file_security_test

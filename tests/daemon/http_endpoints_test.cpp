@@ -10,6 +10,8 @@
 
 #include "tests/daemon/http_client.hpp"
 
+namespace http_endpoints_test {
+
 using kstate::daemon::HttpServer;
 using kstate::daemon::MetricsRegistry;
 using kstate::daemon::ProbeState;
@@ -103,3 +105,5 @@ TEST_CASE("http server reports an address already in use") {
   auto bad = second.listen("not-an-ip", 0);
   REQUIRE_FALSE(bad.ok());
 }
+
+}  // namespace http_endpoints_test

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace leader_election_test {
+
 using namespace std::chrono_literals;
 using kstate::daemon::LeaderElector;
 using kstate::daemon::LeaseRecord;
@@ -249,3 +251,5 @@ TEST_CASE("leader election: the pure plan/conclude halves give the same decision
   CHECK(renew->record.resource_version == stored.resource_version);
   CHECK(renew->record.acquire_time == stored.acquire_time);
 }
+
+}  // namespace leader_election_test

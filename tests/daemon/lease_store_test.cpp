@@ -9,6 +9,8 @@
 
 #include "tests/support/emulator.hpp"
 
+namespace lease_store_test {
+
 using namespace std::chrono_literals;
 using kstate::daemon::LeaseRecord;
 namespace json = kstate::json;
@@ -106,3 +108,5 @@ TEST_CASE("lease store: create, update with the resourceVersion read, stale writ
   REQUIRE_FALSE(again);
   CHECK(again.error().kind == kstate::ErrorKind::already_exists);
 }
+
+}  // namespace lease_store_test

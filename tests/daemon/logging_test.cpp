@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+namespace logging_test {
+
 namespace {
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -71,3 +73,5 @@ TEST_CASE("an unknown log level is an error") {
   REQUIRE_FALSE(status.ok());
   CHECK_THAT(status.error().message, Catch::Contains("chatty"));
 }
+
+}  // namespace logging_test

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+namespace metrics_test {
+
 using kstate::daemon::DaemonMetrics;
 using kstate::daemon::MetricsRegistry;
 
@@ -126,3 +128,5 @@ TEST_CASE("the daemon's metrics pass promtool check metrics") {
   auto broken = run_with_stdin("/usr/bin/promtool check metrics", "# TYPE x counter\nx{a=\"1\" 2\n");
   CHECK(broken.status != 0);
 }
+
+}  // namespace metrics_test

@@ -10,6 +10,8 @@
 #include "tests/daemon/notify_socket.hpp"
 #include "tests/support/process.hpp"
 
+namespace notifier_test {
+
 using kstate::daemon::SystemdNotifier;
 using kstate::testing::NotifySocket;
 
@@ -69,3 +71,5 @@ TEST_CASE("kstate loads libsystemd only to notify: commands that never notify st
   CHECK(result.err.find("libssl") != std::string::npos);  // the loader did report
   CHECK(result.err.find("libsystemd") == std::string::npos);
 }
+
+}  // namespace notifier_test

@@ -18,6 +18,8 @@
 #include <sstream>
 #include <vector>
 
+namespace resident_heap_test {
+
 using kstate::daemon::main_heap_range;
 using kstate::daemon::warm_heap;
 
@@ -189,3 +191,5 @@ TEST_CASE("tuned for the daemon, a freed 2 MB block stays in the heap instead of
           return from_heap && kept ? child_passed : child_failed;
         }) == child_passed);
 }
+
+}  // namespace resident_heap_test

@@ -19,6 +19,8 @@
 #include "tests/daemon/http_client.hpp"
 #include "tests/daemon/notify_socket.hpp"
 
+namespace runner_test {
+
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using kstate::daemon::ChangeBatch;
@@ -540,3 +542,5 @@ TEST_CASE("runner: losing the lease closes the write gate of the reconcile in fl
 
   CHECK(daemon.stop_with(SIGTERM) == 0);
 }
+
+}  // namespace runner_test

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+namespace short_run_heap_test {
+
 namespace {
 
 long resident_kb() {
@@ -184,3 +186,5 @@ TEST_CASE("after tuning for a short run, a 2 MB block is carved from the heap in
     return block != nullptr && mapped_after == mapped_before + 1;
   }));
 }
+
+}  // namespace short_run_heap_test

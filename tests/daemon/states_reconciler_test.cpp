@@ -14,6 +14,8 @@
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace states_reconciler_test {
+
 using kstate::daemon::ReconcileSummary;
 using kstate::daemon::StatesReconciler;
 using kstate::testing::Emulator;
@@ -420,3 +422,5 @@ TEST_CASE("an object a full reconcile kept for a cause of its own does not make 
   std::filesystem::remove(manifests / "one.yaml");
   CHECK(files_cycle({}, {(manifests / "one.yaml").string()}).prune_deferred == 1);
 }
+
+}  // namespace states_reconciler_test

@@ -15,6 +15,8 @@
 
 #include "daemon/config.hpp"
 
+namespace systemd_files_test {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -193,3 +195,5 @@ TEST_CASE("examples/ holds well-formed manifests and Salt-style states") {
   CHECK(kinds == std::set<std::string>{"ConfigMap", "Deployment", "Namespace", "Secret", "Service"});
   CHECK(functions == std::set<std::string>{"object_absent", "object_present", "object_updated"});
 }
+
+}  // namespace systemd_files_test

@@ -6,6 +6,8 @@
 #include "core/encoding.hpp"
 #include "discovery/cache.hpp"
 
+namespace cache_fuzz_regression_test {
+
 using namespace kstate;
 
 TEST_CASE("a discovery cache entry with an out-of-range fetchedAt is stale, not undefined (discovery_fuzz)",
@@ -22,3 +24,5 @@ TEST_CASE("a discovery cache entry with an out-of-range fetchedAt is stale, not 
     CHECK(entry->fetched_at == std::chrono::system_clock::time_point{});
   }
 }
+
+}  // namespace cache_fuzz_regression_test

@@ -9,6 +9,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace discover_command_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::run_process;
 using kstate::testing::TempDir;
@@ -72,3 +74,5 @@ TEST_CASE("kstate discover prints what kubectl api-resources prints, then uses i
   }
   CHECK(ours == theirs);
 }
+
+}  // namespace discover_command_test

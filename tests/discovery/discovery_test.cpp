@@ -14,6 +14,8 @@
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace discovery_test {
+
 using namespace kstate;
 using namespace kstate::discovery;
 using kstate::testing::Emulator;
@@ -228,3 +230,5 @@ TEST_CASE("a kind that is not found refetches exactly once, so a new CRD resolve
   CHECK_FALSE(run_sync(session.io, discovery.resolve({"example.com", "v1", "Gadget"})).ok());
   CHECK(emulator.count_requests("GET", "/api") == 0);
 }
+
+}  // namespace discovery_test

@@ -8,6 +8,8 @@
 #include "discovery/discovery.hpp"
 #include "tests/support/fake_transport.hpp"
 
+namespace fallback_unit_test {
+
 using namespace kstate;
 using namespace kstate::discovery;
 using kstate::testing::FakeTransport;
@@ -94,3 +96,5 @@ TEST_CASE("a 406 to the aggregated Accept header falls back to plain JSON discov
   CHECK(fake.requests()[1].accept == "application/json");
   CHECK(fake.stats().requests["GET 406"] == 1);
 }
+
+}  // namespace fallback_unit_test

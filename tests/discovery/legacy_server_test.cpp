@@ -14,6 +14,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace legacy_server_test {
+
 using namespace kstate;
 using namespace kstate::discovery;
 using kstate::testing::Emulator;
@@ -152,3 +154,5 @@ TEST_CASE("kstate discover works against a server with legacy discovery only", "
   CHECK(old_server.count_requests("", "") == 0);
   WARN("kstate discover against a legacy-only server: " << served << " requests, then 0 (cache)");
 }
+
+}  // namespace legacy_server_test

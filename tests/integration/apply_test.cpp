@@ -11,6 +11,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace apply_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::ProcessResult;
 using kstate::testing::TempDir;
@@ -1109,3 +1111,5 @@ spec: {size: 2}
   CHECK(discovery_reads >= 3);
   CHECK(discovery_reads <= 14);
 }
+
+}  // namespace apply_test

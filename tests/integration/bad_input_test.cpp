@@ -16,6 +16,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace bad_input_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::ProcessResult;
 using kstate::testing::TempDir;
@@ -255,3 +257,5 @@ TEST_CASE("broken kubeconfigs: one line on stderr naming the file, exit 2, nothi
   }
   CHECK(emulator.request("GET", "/api/v1/namespaces/default/configmaps/never-applied").status == 404);
 }
+
+}  // namespace bad_input_test

@@ -39,6 +39,8 @@
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace faults_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::TempDir;
 using kstate::testing::write_file;
@@ -899,3 +901,5 @@ TEST_CASE("a one-file cycle (the daemon's) never prunes the generateName objects
   CHECK(emulator.request("GET", "/api/v1/namespaces/default/configmaps/gone").status == 404);  // prune ran
   CHECK(generated_names() == before);
 }
+
+}  // namespace faults_test

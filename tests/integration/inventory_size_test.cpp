@@ -14,6 +14,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace inventory_size_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::TempDir;
 namespace json = kstate::json;
@@ -111,3 +113,5 @@ TEST_CASE("an inventory too large for its Secret is refused before anything is a
   CHECK(emulator.count_requests("POST", "/") == 0);
   CHECK(emulator.request("GET", "/api/v1/namespaces/kube-system/secrets/kstate").status == 404);
 }
+
+}  // namespace inventory_size_test

@@ -24,6 +24,8 @@
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace pending_grace_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::TempDir;
 using kstate::testing::write_file;
@@ -229,3 +231,5 @@ TEST_CASE("a pending entry applied again keeps when it was added, once, next to 
   CHECK(recorded_names(emulator, "pending").empty());
   CHECK(recorded_names(emulator, "entries") == std::set<std::string>{"a-first", "b-new", "m-again", "z-new"});
 }
+
+}  // namespace pending_grace_test

@@ -24,6 +24,8 @@
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace prepare_ahead_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::EmulatorOptions;
 using kstate::testing::TempDir;
@@ -259,3 +261,5 @@ TEST_CASE("a result's recorded change takes about its own length in memory") {
   REQUIRE(daemon_like.changed_results >= 8);
   CHECK(daemon_like.changes_documents_bytes <= 160 * daemon_like.changed_results);
 }
+
+}  // namespace prepare_ahead_test

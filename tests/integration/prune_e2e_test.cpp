@@ -15,6 +15,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace prune_e2e_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::ProcessResult;
 using kstate::testing::TempDir;
@@ -438,3 +440,5 @@ TEST_CASE("kstate apply --applyset-name keeps separate sets: one folder's prune 
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
   CHECK(cluster.emulator.count_requests("GET", "/") == 0);
 }
+
+}  // namespace prune_e2e_test

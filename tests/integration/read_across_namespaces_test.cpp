@@ -14,6 +14,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace read_across_namespaces_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::ProcessResult;
 using kstate::testing::TempDir;
@@ -485,3 +487,5 @@ TEST_CASE("a new Namespace is not created while kstate asks whether it exists") 
   CHECK(cluster.queries_of("/api/v1/namespaces/team-c/secrets/token").empty());
   CHECK(cluster.emulator.request("GET", "/api/v1/namespaces/team-c/secrets/token").status == 200);
 }
+
+}  // namespace read_across_namespaces_test

@@ -19,6 +19,8 @@
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace read_ahead_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::TempDir;
 using kstate::testing::write_file;
@@ -197,3 +199,5 @@ TEST_CASE("an object deleted since the inventory was written is recreated, altho
   CHECK(kstate.count("GET /api/v1/namespaces/team-a/configmaps") == 0);
   CHECK(kstate.emulator.request("GET", "/api/v1/namespaces/team-b/configmaps/two").status == 200);
 }
+
+}  // namespace read_ahead_test

@@ -22,6 +22,8 @@
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace readiness_wait_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::EmulatorOptions;
 using kstate::testing::TempDir;
@@ -663,3 +665,5 @@ TEST_CASE("wait: a custom resource is ready when its Ready condition is True for
     CHECK(harness.sleeps.size() == 1);
   }
 }
+
+}  // namespace readiness_wait_test

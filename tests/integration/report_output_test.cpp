@@ -14,6 +14,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace report_output_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::ProcessResult;
 using kstate::testing::RunOptions;
@@ -190,3 +192,5 @@ TEST_CASE("a report larger than any output buffer is written whole in every form
   CHECK(cases == count);
   CHECK(as_junit.out.find("</testsuites>") != std::string::npos);
 }
+
+}  // namespace report_output_test

@@ -21,6 +21,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace secret_canary_test {
+
 using kstate::testing::BackgroundProcess;
 using kstate::testing::Emulator;
 using kstate::testing::ProcessResult;
@@ -218,3 +220,5 @@ TEST_CASE("secret canaries never appear in logs, reports, diffs, discover output
             << (everything.size() + daemon_log.size()) / 1024 << " KiB of output), " << files
             << " cache/state files scanned: no leak\n";
 }
+
+}  // namespace secret_canary_test

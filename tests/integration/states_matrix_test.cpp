@@ -16,6 +16,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace states_matrix_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::ProcessResult;
 using kstate::testing::TempDir;
@@ -403,3 +405,5 @@ TEST_CASE("object_updated with a strategy of object_present's fails naming the s
                      "not replace") != std::string::npos);
   CHECK(field(cluster.get("/api/v1/namespaces/default/configmaps/settings"), {"data", "a"}) == "c");
 }
+
+}  // namespace states_matrix_test

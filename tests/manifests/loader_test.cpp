@@ -17,6 +17,8 @@
 #include <set>
 #include <thread>
 
+namespace loader_test {
+
 namespace fs = std::filesystem;
 namespace json = kstate::json;
 using namespace kstate::manifests;
@@ -781,3 +783,5 @@ TEST_CASE("load_paths gives the same states, errors and files whatever the numbe
   CHECK(*(includer + 1) == (dir.path() / "z-shared.yaml").string());
   CHECK(std::count(one.files.begin(), one.files.end(), (dir.path() / "z-shared.yaml").string()) == 1);
 }
+
+}  // namespace loader_test

@@ -9,6 +9,8 @@
 
 #include "core/json.hpp"
 
+namespace yaml_to_json_test {
+
 using kstate::manifests::parse_yaml_documents;
 using kstate::manifests::YamlLimits;
 namespace json = kstate::json;
@@ -289,3 +291,5 @@ TEST_CASE("Positions are found through sequences, converted keys, aliases and me
   CHECK(root.child("merged").child("extra").position().line == 11);
   CHECK(root.child("merged").child("name").position().line == 10);
 }
+
+}  // namespace yaml_to_json_test

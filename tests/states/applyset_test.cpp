@@ -8,6 +8,8 @@
 
 #include "core/encoding.hpp"
 
+namespace applyset_test {
+
 using namespace kstate;
 
 namespace {
@@ -130,3 +132,5 @@ TEST_CASE("the parent Secret carries the ApplySet labels, annotations and invent
             [](const auto& a, const auto& b) { return a.key() < b.key(); });
   CHECK(loaded.inventory.entries == expected.entries);
 }
+
+}  // namespace applyset_test

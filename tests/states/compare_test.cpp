@@ -6,6 +6,8 @@
 
 #include "core/json.hpp"
 
+namespace compare_test {
+
 using namespace kstate;
 
 namespace {
@@ -57,3 +59,5 @@ TEST_CASE("the configuration hash leaves out its own annotation and changes with
   CHECK(states::recorded_config_hash(annotated) == "abc");
   CHECK(states::recorded_config_hash(plain).empty());
 }
+
+}  // namespace compare_test

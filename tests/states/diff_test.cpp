@@ -8,6 +8,8 @@
 #include "states/normalize.hpp"
 #include "states/yaml_render.hpp"
 
+namespace diff_test {
+
 using namespace kstate;
 
 namespace {
@@ -130,3 +132,5 @@ TEST_CASE("Secret values and last-applied never appear in a diff") {
   CHECK(diff.find("+  token: \"***\"") != std::string::npos);
   CHECK(diff.find("last-applied-configuration: \"*** (before)\"") != std::string::npos);
 }
+
+}  // namespace diff_test

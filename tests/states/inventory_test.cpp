@@ -11,6 +11,8 @@
 
 #include "core/encoding.hpp"
 
+namespace inventory_test {
+
 using namespace kstate;
 using states::InventoryEntry;
 
@@ -423,3 +425,5 @@ TEST_CASE("merging agrees with a plain model on random inventories, applies and 
     CHECK(states::merge_inventory(previous, applied, removed).entries == expected);
   }
 }
+
+}  // namespace inventory_test

@@ -9,6 +9,8 @@
 #include <map>
 #include <random>
 
+namespace ordering_test {
+
 using namespace kstate;
 using states::PlanItem;
 using Function = manifests::Function;
@@ -437,3 +439,5 @@ TEST_CASE("randomized directories plan consistently and cycles are reported as r
     }
   }
 }
+
+}  // namespace ordering_test

@@ -11,6 +11,8 @@
 
 #include "states/applyset.hpp"
 
+namespace prune_test {
+
 using namespace kstate;
 using states::KeepReason;
 using states::ObjectKey;
@@ -360,3 +362,5 @@ TEST_CASE("randomized cycles never delete what prune must not touch", "[prune][r
   }
   CHECK(total_deletes > 100);  // the rounds do exercise deletion
 }
+
+}  // namespace prune_test

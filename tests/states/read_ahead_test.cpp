@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace read_ahead_test {
+
 namespace states = kstate::states;
 
 namespace {
@@ -51,3 +53,5 @@ TEST_CASE("kinds recorded in several namespaces are listed ahead, one per API ve
         std::vector<std::string>{"v1 ConfigMap", "apps/v1 Deployment"});
   CHECK(states::ReadAhead::kinds_to_list(states::Inventory{}).empty());
 }
+
+}  // namespace read_ahead_test

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 
+namespace readiness_test {
+
 using namespace kstate;
 using states::Readiness;
 
@@ -235,3 +237,5 @@ TEST_CASE("wait policies become schedules of delays", "[readiness][wait]") {
     }
   }
 }
+
+}  // namespace readiness_test

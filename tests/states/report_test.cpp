@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+namespace report_test {
+
 using namespace kstate;
 
 namespace {
@@ -169,3 +171,5 @@ TEST_CASE("a large text report is written out as it is built, not held whole in 
   states::write_text(whole, report);
   CHECK(buffer.str() == whole.str());
 }
+
+}  // namespace report_test

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace schema_validation_test {
+
 namespace json = kstate::json;
 using kstate::states::crd_version_schema;
 using kstate::states::validate_against_schema;
@@ -125,3 +127,5 @@ TEST_CASE("schema validation: the CRD's schema is found by version, and a missin
   REQUIRE(none.ok());
   CHECK(*none == nullptr);
 }
+
+}  // namespace schema_validation_test

@@ -7,6 +7,8 @@
 
 #include "tests/emulator/tests/api_test_support.hpp"
 
+namespace api_server_test {
+
 using namespace kstate;
 using namespace kstate::emulator;
 using namespace kstate::emulator::test;
@@ -365,3 +367,5 @@ TEST_CASE("Secrets and ConfigMaps hold at most 1 MiB of data - more is 422 Too l
     CHECK(h.post(kConfigMaps, config_map("small", plain_half)).status == 201);
   }
 }
+
+}  // namespace api_server_test

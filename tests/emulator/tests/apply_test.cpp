@@ -7,6 +7,8 @@
 #include "tests/emulator/field_set.hpp"
 #include "tests/emulator/tests/api_test_support.hpp"
 
+namespace apply_test {
+
 using namespace kstate;
 using namespace kstate::emulator;
 using namespace kstate::emulator::test;
@@ -174,3 +176,5 @@ TEST_CASE("FieldSet: JSON round trip, union, difference") {
   set.merge(other);
   CHECK(set.paths().size() == 3);
 }
+
+}  // namespace apply_test

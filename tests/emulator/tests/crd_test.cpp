@@ -6,6 +6,8 @@
 
 #include "tests/emulator/tests/api_test_support.hpp"
 
+namespace crd_test {
+
 using namespace kstate;
 using namespace kstate::emulator;
 using namespace kstate::emulator::test;
@@ -176,3 +178,5 @@ TEST_CASE("a CRD whose name does not match its names is 422") {
   crd.replace(crd.find("widgets.example.com"), 19, "gadgets.example.com");
   CHECK(h.post(kCrds, crd).status == 422);
 }
+
+}  // namespace crd_test

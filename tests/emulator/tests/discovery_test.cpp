@@ -5,6 +5,8 @@
 
 #include "tests/emulator/tests/api_test_support.hpp"
 
+namespace discovery_test {
+
 using namespace kstate;
 using namespace kstate::emulator;
 using namespace kstate::emulator::test;
@@ -140,3 +142,5 @@ TEST_CASE("OpenAPI v3 lists every group-version - each document advertises field
   CHECK(h.get("/openapi/v3/api/v1").status == 200);
   CHECK(h.get("/openapi/v3/apis/nothing/v1").status == 404);
 }
+
+}  // namespace discovery_test

@@ -9,6 +9,8 @@
 #include "core/json.hpp"
 #include "tests/support/emulator.hpp"
 
+namespace fixture_test {
+
 using namespace kstate;
 using kstate::testing::Emulator;
 
@@ -242,3 +244,5 @@ TEST_CASE("SIGTERM with a watch still open ends the emulator with exit code 0 in
   CHECK(watch.status == 0);
   CHECK(emulator.stop() == 0);
 }
+
+}  // namespace fixture_test

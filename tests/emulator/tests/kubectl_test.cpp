@@ -7,6 +7,8 @@
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+namespace kubectl_test {
+
 using kstate::testing::Emulator;
 using kstate::testing::ProcessResult;
 using kstate::testing::TempDir;
@@ -231,3 +233,5 @@ TEST_CASE("kubectl: the readonly context is forbidden to write - the cert-admin 
   auto log = emulator.request_log();
   CHECK(log.find("\"user\":\"cert-admin\"") != std::string::npos);
 }
+
+}  // namespace kubectl_test

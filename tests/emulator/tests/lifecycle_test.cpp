@@ -5,6 +5,8 @@
 
 #include "tests/emulator/tests/api_test_support.hpp"
 
+namespace lifecycle_test {
+
 using namespace kstate;
 using namespace kstate::emulator;
 using namespace kstate::emulator::test;
@@ -265,3 +267,5 @@ TEST_CASE("deletecollection deletes what the selector matches") {
   CHECK(h.get(kConfigMaps + "/a").status == 404);
   CHECK(h.get(kConfigMaps + "/c").status == 200);
 }
+
+}  // namespace lifecycle_test

@@ -7,6 +7,8 @@
 
 #include "tests/emulator/tests/api_test_support.hpp"
 
+namespace patch_test {
+
 using namespace kstate;
 using namespace kstate::emulator;
 using namespace kstate::emulator::test;
@@ -105,3 +107,5 @@ TEST_CASE("PATCH through the API: the three formats, unknown content type 415, m
       h.call("PATCH", path, R"({"metadata":{"resourceVersion":"1"},"data":{"d":"4"}})", "application/merge-patch+json");
   CHECK(stale.status == 409);
 }
+
+}  // namespace patch_test

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace store_test {
+
 using namespace kstate;
 using namespace kstate::emulator;
 
@@ -76,3 +78,5 @@ TEST_CASE("events_after and compaction bound how far back a watch may start") {
   CHECK(store.oldest_watchable() == store.current_version());
   CHECK(store.events_after(0).empty());
 }
+
+}  // namespace store_test

@@ -5,6 +5,8 @@
 
 #include "tests/emulator/tests/api_test_support.hpp"
 
+namespace watch_test {
+
 using namespace kstate;
 using namespace kstate::emulator;
 using namespace kstate::emulator::test;
@@ -130,3 +132,5 @@ TEST_CASE("a compaction interval of 0 keeps the history up to its size limit") {
   h.api.tick();
   CHECK(h.api.store().history_size() >= 1);
 }
+
+}  // namespace watch_test
