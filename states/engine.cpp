@@ -1442,6 +1442,23 @@ struct Engine::Impl {
       live = *got;
       co_await namespace_check_finished(index);
     }
+    if (json::find_path(*live, {"metadata", "deletionTimestamp"}) != nullptr) {
+      // Being deleted (finalizers still running; a Namespace emptying itself): whatever
+      // is written now goes with it, and "already good" would be untrue once it is gone.
+      // Nothing is sent: the next cycle creates it again.
+      slot.prepared.reset();
+      std::string comment = slot.ref.display() + " is being deleted (since " +
+                            string_at(*live, {"metadata", "deletionTimestamp"}) +
+                            "): it is created again once it is gone";
+      if (options.test_mode) {
+        slot.done = true;
+        slot.result.result = std::nullopt;
+        slot.result.comment = comment;
+      } else {
+        fail(index, comment + ", by the next cycle");
+      }
+      co_return;
+    }
     json::Document desired = slot.prepared ? std::move(*slot.prepared) : desired_object(index);
     slot.prepared.reset();
     if (!live->IsNull() && state.strategy == Strategy::create_only) {

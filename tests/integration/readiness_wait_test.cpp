@@ -566,6 +566,38 @@ TEST_CASE("object_absent wait: a finalizer that stays is named when the wait run
   }
 }
 
+TEST_CASE(
+    "object_present of an object being deleted: nothing sent, a failure (pending in test mode), created again once "
+    "gone") {
+  Harness harness;
+  create_held(harness);
+  REQUIRE(harness.emulator.request("DELETE", held_path).status == 200);
+  REQUIRE(harness.get(held_path).HasMember("metadata"));  // the finalizer holds it
+  const std::string present =
+      "held:\n  object_present:\n    manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: held, namespace: "
+      "default}, data: {a: c}}\n";
+  harness.emulator.reset_request_log();
+  auto report = harness.run(present, harness.options());
+  INFO(report.results[0].comment);
+  CHECK(report.results[0].result == std::optional<bool>(false));
+  CHECK(report.results[0].comment.find("ConfigMap/default/held is being deleted (since ") == 0);
+  CHECK(report.results[0].comment.find("it is created again once it is gone, by the next cycle") != std::string::npos);
+  CHECK(harness.emulator.count_requests("PATCH", held_path) == 0);
+
+  auto test_options = harness.options();
+  test_options.test_mode = true;
+  auto tested = harness.run(present, test_options);
+  CHECK(tested.results[0].result == std::nullopt);
+  CHECK(tested.results[0].comment.find("is being deleted") != std::string::npos);
+
+  release_held(harness);  // the deletion finishes
+  REQUIRE(harness.get(held_path).IsNull());
+  auto again = harness.run(present, harness.options());
+  INFO(again.results[0].comment);
+  CHECK(again.results[0].result == std::optional<bool>(true));
+  CHECK(field(harness.get(held_path), {"data", "a"}) == "c");
+}
+
 TEST_CASE("wait: a dropped watch is resumed, and one whose history was compacted (410) re-reads the object") {
   Harness harness;
   auto options = harness.options();
