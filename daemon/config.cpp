@@ -161,6 +161,10 @@ const std::vector<KeyEntry>& key_table() {
     add("context", "Kubeconfig context to use", string_setter(&DaemonConfig::context, true));
     add("resync-interval", "Full reconcile interval to correct drift (e.g. 5m)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.resync_interval; }, false));
+    add("retry-interval",
+        "After a reconcile with failures, reconcile everything again this long after, doubling while failures "
+        "persist, up to resync-interval (e.g. 10s; 0s: wait for the next resync)",
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.retry_interval; }, true));
     add("debounce", "Quiet time after a file event before reconciling (e.g. 20ms)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.debounce; }, true));
     add("prune-delay",

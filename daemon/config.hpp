@@ -33,6 +33,11 @@ struct DaemonConfig {
   std::string kubeconfig;  // empty: found as kubectl finds it
   std::string context;     // empty: the kubeconfig's current context
   Duration resync_interval = std::chrono::minutes(5);
+  // A reconcile with failed states (a namespace still terminating, a webhook down, the
+  // API server gone) is run again this long after, doubling while it keeps failing, up
+  // to resync-interval: a transient failure heals in seconds, not at the next resync.
+  // 0: failures wait for the next resync or file change.
+  Duration retry_interval = std::chrono::seconds(10);
   // Short, so that a saved file is applied at once (an editor's save, a `git pull` or a
   // `cp -r` are one burst of events); a write still open is waited for (write_hold).
   Duration debounce = std::chrono::milliseconds(20);

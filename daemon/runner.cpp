@@ -29,7 +29,7 @@ namespace kstate::daemon {
 namespace asio = boost::asio;
 using SteadyClock = std::chrono::steady_clock;
 
-Duration startup_backoff(int attempt, Duration initial, Duration maximum) {
+Duration doubling_backoff(int attempt, Duration initial, Duration maximum) {
   Duration delay = initial;
   for (int i = 1; i < attempt && delay < maximum; ++i) {
     delay *= 2;
@@ -116,6 +116,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         signals(io_context),
         wake(io_context),
         resync_timer(io_context),
+        retry_timer(io_context),
         prune_timer(io_context),
         watchdog_timer(io_context),
         shutdown_timer(io_context),
@@ -140,6 +141,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   asio::signal_set signals;
   asio::steady_timer wake;  // a condition variable for the main loop: cancelled to wake it
   asio::steady_timer resync_timer;
+  asio::steady_timer retry_timer;  // a full reconcile after one with failures (retry-interval)
+  bool retry_armed = false;
+  int failed_full_cycles = 0;  // full reconciles in a row with failures: the retry backoff
   asio::steady_timer prune_timer;  // prune-delay of quiet after a file change that left objects to prune
   bool prune_waiting = false;
   SteadyClock::time_point prune_due_by{};  // while prune_waiting: when it runs even if the folder is still busy
@@ -308,6 +312,50 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     });
   }
 
+  void cancel_retry() {
+    retry_armed = false;
+    failed_full_cycles = 0;
+    retry_timer.cancel();
+  }
+
+  // After each reconcile. A failed state may heal by itself (a namespace that was still
+  // terminating, an admission webhook or the API server back up): a full reconcile runs
+  // retry-interval later rather than at the next resync, then at twice that while full
+  // reconciles keep failing, up to resync-interval. Only a successful full reconcile
+  // ends it: a successful file reconcile says nothing about the other files' states.
+  // Returns what STATUS adds ("; retrying in 10s"), empty when nothing is planned.
+  std::string plan_retry(const ReconcileSummary& summary, bool full) {
+    if (summary.succeeded()) {
+      if (full) {
+        cancel_retry();
+      }
+      return {};
+    }
+    if (config.retry_interval == Duration::zero() || stopping || !leading_now()) {
+      return {};
+    }
+    if (full) {
+      ++failed_full_cycles;
+    } else if (retry_armed) {
+      return {};  // a failed file reconcile does not push the planned retry back
+    }
+    const Duration delay = doubling_backoff(failed_full_cycles + (full ? 0 : 1), config.retry_interval,
+                                            std::max(config.retry_interval, config.resync_interval));
+    retry_armed = true;
+    retry_timer.expires_after(delay);  // (cancels the wait in progress, if any)
+    retry_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->stopping || !self->retry_armed) {
+        return;
+      }
+      self->retry_armed = false;
+      self->pending.request_full("retry after a reconcile with failures");
+      self->wake_up();
+    });
+    spdlog::info("reconciling everything again in {} (retry-interval {}, doubling while failures persist)",
+                 format_duration(delay), format_duration(config.retry_interval));
+    return "; retrying in " + format_duration(delay);
+  }
+
   // --- shutdown -----------------------------------------------------------------------
 
   void begin_shutdown() {
@@ -323,6 +371,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       watcher->stop();
     }
     resync_timer.cancel();
+    cancel_retry();
     prune_timer.cancel();
     if (!busy) {
       finish_after_release();
@@ -356,6 +405,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     }
     wake.cancel();
     resync_timer.cancel();
+    cancel_retry();
     prune_timer.cancel();
     watchdog_timer.cancel();
     shutdown_timer.cancel();
@@ -437,6 +487,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     } else {
       spdlog::warn("not the leader any more ({}): writes stopped", why);
       resync_timer.cancel();
+      cancel_retry();
       leadership_deadline.cancel();
       if (!stopping) {
         notifier.status(standby_status());
@@ -677,11 +728,11 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
           probes.ready = true;
           metrics.ready.set({}, 1);
           if (!stopping) {
-            notifier.ready(summary.describe());
+            notifier.ready(summary.describe() + plan_retry(summary, true));
           }
           break;
         }
-        const Duration delay = startup_backoff(attempt, options.startup_backoff_initial, options.startup_backoff_max);
+        const Duration delay = doubling_backoff(attempt, options.startup_backoff_initial, options.startup_backoff_max);
         const std::string status = "waiting for the API server (attempt " + std::to_string(attempt) +
                                    "): " + summary.error + "; retrying in " + format_duration(delay);
         probes.not_ready_reason = status;
@@ -704,14 +755,15 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
           if (stopping) {
             break;
           }
-          notifier.ready(applied ? summary.describe()
-                                 : "configuration reload failed, kept the previous one; " + summary.describe());
+          const std::string retry = plan_retry(summary, true);
+          notifier.ready(applied ? summary.describe() + retry
+                                 : "configuration reload failed, kept the previous one; " + summary.describe() + retry);
           schedule_resync();
           continue;
         }
         if (pending.full_requested()) {
           ReconcileSummary summary = co_await run_full(pending.take_full());
-          notifier.status(summary.describe());
+          notifier.status(summary.describe() + plan_retry(summary, true));
           if (!stopping && leading_now()) {
             schedule_resync();
           }
@@ -719,7 +771,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         }
         if (pending.has_files()) {
           ReconcileSummary summary = co_await run_files();
-          notifier.status(summary.describe());
+          notifier.status(summary.describe() + plan_retry(summary, false));
           continue;
         }
         co_await wait_for_work();

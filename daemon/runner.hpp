@@ -1,7 +1,8 @@
 // The daemon's main loop (DESIGN.md "The daemon"): full reconcile at start-up (retrying
 // with backoff while the API server is unreachable, said in STATUS and /readyz), then
 // READY=1; file batches from the watcher reconciled as they come; a periodic full
-// resync with jitter; SIGHUP reloads the config and reconciles everything (RELOADING=1
+// resync with jitter; a reconcile with failures followed by full ones at retry-interval,
+// doubling, until one succeeds; SIGHUP reloads the config and reconciles everything (RELOADING=1
 // ... READY=1); SIGTERM/SIGINT stop taking work, let the in-flight reconcile finish
 // within a bound, send STOPPING=1 and return 0. WATCHDOG=1 is sent from this loop.
 // With leader election on, only the holder of the Lease reconciles: the others send
@@ -26,8 +27,9 @@
 
 namespace kstate::daemon {
 
-// Start-up retry delay after `attempt` failures (1, 2, ...): initial * 2^(attempt-1), capped.
-Duration startup_backoff(int attempt, Duration initial, Duration maximum);
+// Retry delay after `attempt` failures (1, 2, ...): initial * 2^(attempt-1), capped. Used
+// while the API server does not answer at start-up, and after reconciles with failures.
+Duration doubling_backoff(int attempt, Duration initial, Duration maximum);
 // `interval` spread by +/- `fraction` using `random01` in [0, 1), so that several nodes
 // (or a fleet restarted together) do not resync in step.
 Duration jittered(Duration interval, double fraction, double random01);

@@ -145,6 +145,39 @@ TEST_CASE(
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
 }
 
+TEST_CASE("kstate daemon retries a failed state at retry-interval: an object still being deleted is created again") {
+  Emulator emulator;
+  // Another controller's finalizer holds the old object while it is being deleted.
+  const std::string path = "/api/v1/namespaces/default/configmaps/app";
+  REQUIRE(emulator
+              .request("POST", "/api/v1/namespaces/default/configmaps",
+                       R"({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app", "finalizers": )"
+                       R"(["example.com/hold"]}, "data": {"color": "old"}})")
+              .status == 201);
+  REQUIRE(emulator.request("DELETE", path).status == 200);
+  Daemon daemon(emulator, "1h", "retry-interval: 300ms\n");
+  write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
+  daemon.start();
+
+  auto ready = daemon.wait_notification("READY=1");
+  REQUIRE(ready);
+  CHECK(ready->find("1 failed; retrying in 300ms") != std::string::npos);
+  CHECK(daemon.color("app") == "old");
+  // Retried (300 ms, 600 ms, ...) while it is still there, with no file change and the resync an hour away.
+  CHECK(daemon.wait_notification("1 failed; retrying in 600ms"));
+  CHECK(daemon.color("app") == "old");
+
+  REQUIRE(emulator.request("PATCH", path, R"({"metadata": {"finalizers": null}})", "application/merge-patch+json")
+              .status == 200);
+  CHECK(eventually([&] { return daemon.color("app") == "blue"; }));
+  CHECK(daemon.wait_notification("1 created, 0 updated, 0 deleted, 0 unchanged, 0 failed"));
+  const std::string log = daemon.log_text();
+  INFO(log);
+  CHECK(log.find("ConfigMap/default/app is being deleted (since ") != std::string::npos);
+  CHECK(log.find("reconciling everything again in 300ms") != std::string::npos);
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
+
 TEST_CASE("kstate daemon corrects drift at resync and reconciles everything on SIGHUP") {
   Emulator emulator;
   Daemon daemon(emulator, "1s");

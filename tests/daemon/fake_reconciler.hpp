@@ -111,6 +111,11 @@ class FakeReconciler final : public daemon::Reconciler {
     std::lock_guard lock(mutex_);
     api_failures_left_ = n;
   }
+  // The next `n` reconciles (of either kind) reach the API server but one state fails.
+  void fail_a_state_in_next(int n) {
+    std::lock_guard lock(mutex_);
+    state_failures_left_ = n;
+  }
   void set_duration(std::chrono::milliseconds duration) {
     std::lock_guard lock(mutex_);
     duration_ = duration;
@@ -172,6 +177,7 @@ class FakeReconciler final : public daemon::Reconciler {
     std::chrono::milliseconds duration{};
     bool api_down = false;
     bool defer_prune = false;
+    bool state_fails = false;
     {
       std::lock_guard lock(mutex_);
       index = calls_.size();
@@ -182,6 +188,9 @@ class FakeReconciler final : public daemon::Reconciler {
       if (kind == "full" && api_failures_left_ > 0) {
         --api_failures_left_;
         api_down = true;
+      } else if (state_failures_left_ > 0) {
+        --state_failures_left_;
+        state_fails = true;
       }
     }
     if (duration.count() > 0) {
@@ -194,7 +203,8 @@ class FakeReconciler final : public daemon::Reconciler {
       summary.error = "dial tcp 127.0.0.1:6443: connection refused";
     } else {
       summary.states = changed.size() + removed.size() + (kind == "full" ? 5 : 0);
-      summary.unchanged = summary.states;
+      summary.unchanged = summary.states - (state_fails ? 1 : 0);
+      summary.failed = state_fails ? 1 : 0;
       summary.managed_objects = 5;
       summary.prune_deferred = defer_prune ? removed.size() : 0;
     }
@@ -211,6 +221,7 @@ class FakeReconciler final : public daemon::Reconciler {
   std::function<bool()> gate_;  // called on the loop thread only
   std::vector<Call> calls_;
   int api_failures_left_ = 0;
+  int state_failures_left_ = 0;
   std::chrono::milliseconds duration_{0};
   bool stop_requested_ = false;
   bool defer_prune_ = false;

@@ -30,13 +30,14 @@ using kstate::daemon::PendingWork;
 using kstate::testing::FakeReconciler;
 using kstate::testing::NotifySocket;
 
-TEST_CASE("start-up backoff doubles up to its cap") {
-  using kstate::daemon::startup_backoff;
-  CHECK(startup_backoff(1, 1s, 60s) == 1s);
-  CHECK(startup_backoff(2, 1s, 60s) == 2s);
-  CHECK(startup_backoff(4, 1s, 60s) == 8s);
-  CHECK(startup_backoff(7, 1s, 60s) == 60s);
-  CHECK(startup_backoff(100, 1s, 60s) == 60s);
+TEST_CASE("the start-up and retry backoff doubles up to its cap") {
+  using kstate::daemon::doubling_backoff;
+  CHECK(doubling_backoff(1, 1s, 60s) == 1s);
+  CHECK(doubling_backoff(2, 1s, 60s) == 2s);
+  CHECK(doubling_backoff(4, 1s, 60s) == 8s);
+  CHECK(doubling_backoff(7, 1s, 60s) == 60s);
+  CHECK(doubling_backoff(100, 1s, 60s) == 60s);
+  CHECK(doubling_backoff(3, 10s, 300s) == 40s);
 }
 
 TEST_CASE("resync jitter spreads the interval by the fraction, driven by the injected randomness") {
@@ -426,6 +427,61 @@ TEST_CASE("runner: WATCHDOG=1 is sent at half of WATCHDOG_USEC from the loop") {
   ::unsetenv("WATCHDOG_PID");
   CHECK(took >= 200ms);  // 100 ms apart
   CHECK(took < 1000ms);
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
+TEST_CASE("runner: a reconcile with a failed state is retried at retry-interval, doubling, until one succeeds") {
+  RunningDaemon daemon;
+  daemon.config.retry_interval = 100ms;
+  daemon.reconciler.fail_a_state_in_next(3);  // the start-up reconcile and the first two retries
+  daemon.start();
+  auto ready = daemon.wait_for("READY=1");
+  REQUIRE(ready);
+  CHECK_THAT(*ready, Catch::EndsWith("1 failed; retrying in 100ms"));
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") == 4; }, 5000ms));
+  CHECK(daemon.wait_for("STATUS=5 states: 0 created, 0 updated, 0 deleted, 5 unchanged, 0 failed"));
+  // Succeeded: no more retries (the resync is an hour away).
+  std::this_thread::sleep_for(600ms);
+  CHECK(daemon.reconciler.count("full") == 4);
+  const auto calls = daemon.reconciler.calls();
+  REQUIRE(calls.size() == 4);
+  auto gap = [&](std::size_t i) { return calls[i].started - calls[i - 1].started; };
+  CHECK(gap(1) >= 100ms);
+  CHECK(gap(2) >= 200ms);
+  CHECK(gap(3) >= 400ms);
+  CHECK(gap(3) < 2000ms);
+  CHECK(std::find(daemon.messages.begin(), daemon.messages.end(),
+                  "STATUS=5 states: 0 created, 0 updated, 0 deleted, 4 unchanged, 1 failed; retrying in 400ms") !=
+        daemon.messages.end());
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
+TEST_CASE("runner: a file reconcile with a failed state is followed by a full one at retry-interval") {
+  RunningDaemon daemon;
+  daemon.config.retry_interval = 100ms;
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  daemon.reconciler.fail_a_state_in_next(1);
+  std::ofstream(daemon.manifests / "webhook-down.yaml") << "kind: ConfigMap\n";
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") == 2; }));
+  const auto calls = daemon.reconciler.calls();
+  CHECK(calls.back().started - calls[1].started >= 100ms);
+  std::this_thread::sleep_for(400ms);
+  CHECK(daemon.reconciler.count("full") == 2);
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
+TEST_CASE("runner: retry-interval 0s leaves failures to the next resync") {
+  RunningDaemon daemon;
+  daemon.config.retry_interval = 0ms;
+  daemon.reconciler.fail_a_state_in_next(1);
+  daemon.start();
+  auto ready = daemon.wait_for("READY=1");
+  REQUIRE(ready);
+  CHECK_THAT(*ready, Catch::EndsWith("1 failed"));
+  std::this_thread::sleep_for(500ms);
+  CHECK(daemon.reconciler.count("full") == 1);
   CHECK(daemon.stop_with(SIGTERM) == 0);
 }
 
