@@ -143,7 +143,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   asio::steady_timer resync_timer;
   asio::steady_timer retry_timer;  // a full reconcile after one with failures (retry-interval)
   bool retry_armed = false;
-  int failed_full_cycles = 0;  // full reconciles in a row with failures: the retry backoff
+  int failed_full_cycles = 0;      // full reconciles in a row with failures: the retry backoff
   asio::steady_timer prune_timer;  // prune-delay of quiet after a file change that left objects to prune
   bool prune_waiting = false;
   SteadyClock::time_point prune_due_by{};  // while prune_waiting: when it runs even if the folder is still busy

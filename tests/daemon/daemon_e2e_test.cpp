@@ -167,8 +167,9 @@ TEST_CASE("kstate daemon retries a failed state at retry-interval: an object sti
   CHECK(daemon.wait_notification("1 failed; retrying in 600ms"));
   CHECK(daemon.color("app") == "old");
 
-  REQUIRE(emulator.request("PATCH", path, R"({"metadata": {"finalizers": null}})", "application/merge-patch+json")
-              .status == 200);
+  REQUIRE(
+      emulator.request("PATCH", path, R"({"metadata": {"finalizers": null}})", "application/merge-patch+json").status ==
+      200);
   CHECK(eventually([&] { return daemon.color("app") == "blue"; }));
   CHECK(daemon.wait_notification("1 created, 0 updated, 0 deleted, 0 unchanged, 0 failed"));
   const std::string log = daemon.log_text();
