@@ -2,6 +2,7 @@
 #include "daemon/resident_heap.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -87,6 +89,38 @@ std::optional<AddressRange> main_heap_range(std::string_view proc_maps) {
     }
   }
   return heap;
+}
+
+std::uintptr_t heap_end() {
+  if constexpr (!own_allocator) {
+    return 0;
+  }
+  return reinterpret_cast<std::uintptr_t>(::sbrk(0));
+}
+
+std::size_t grow_heap_to(std::uintptr_t end) {
+  const std::uintptr_t start = heap_end();
+  if (!own_allocator || start == 0 || start >= end) {
+    return 0;
+  }
+  // A block may come from a free one inside the heap rather than from its top: a few
+  // more tries than the distance needs.
+  constexpr std::size_t block_bytes = std::size_t{4} << 20;
+  const std::size_t tries = (end - start) / block_bytes + 16;
+  std::vector<void*> blocks;
+  while (blocks.size() < tries && heap_end() < end) {
+    void* block = std::malloc(block_bytes);
+    if (block == nullptr) {
+      break;
+    }
+    *static_cast<volatile char*>(block) = 0;  // (so that the compiler cannot drop the pair)
+    blocks.push_back(block);
+  }
+  for (void* block : blocks) {
+    std::free(block);
+  }
+  const std::uintptr_t now = heap_end();
+  return now > start ? now - start : 0;
 }
 
 std::size_t warm_heap(std::size_t grow_bytes, std::size_t max_bytes) {

@@ -32,6 +32,17 @@ struct AddressRange {
 // /proc/self/maps, adjacent "[heap]" mappings as one; nullopt when there is none.
 std::optional<AddressRange> main_heap_range(std::string_view proc_maps);
 
+// Where the main heap ends now (the program break). Giving memory back (malloc_trim)
+// lowers it; the daemon notes it after a file cycle so that the next warm-up can grow
+// the heap back there. 0 where that is not known (another allocator).
+std::uintptr_t heap_end();
+
+// Grows the main heap until it ends at `end` at least: blocks of 4 MB (under the mmap
+// threshold, so that they come from the heap) allocated until the end has moved there,
+// then freed, which the heap keeps (tune_heap_for_daemon). Nothing when it already
+// does. Returns how far the end moved.
+std::size_t grow_heap_to(std::uintptr_t end);
+
 // Faults the main heap in (MADV_POPULATE_WRITE, Linux 5.14; free memory is not
 // written, only backed by pages again), at most `max_bytes` of it from its start, after
 // growing it by `grow_bytes` at its top (a block allocated and freed at once, which

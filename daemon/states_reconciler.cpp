@@ -256,8 +256,12 @@ void StatesReconciler::prepare_for_cycle() {
     // faulted in whole in 2.5-7 ms on the bench VMs, within the default debounce
     // (20 ms). With 10,000 objects, 74 MB take 17-27 ms, a little more than the
     // debounce, against ~80 ms of faults in the cycle (bench/RESULTS.md, eighteenth
-    // round). 4 MB more at the top cover what a one-file cycle allocates beyond it.
+    // round). Giving memory back lowers the heap's end: it grows back to where the last
+    // file cycle took it (one with 10,000 states takes 7 MB past the end it finds, for
+    // the engine's table of states alone: faulted one page at a time, 20-27 ms here
+    // against 2-3.5 ms in one call), then by a 4 MB block.
     const auto warm_started = std::chrono::steady_clock::now();
+    grow_heap_to(heap_end_after_file_cycle_);
     const std::size_t faulted = warm_heap(std::size_t{4} << 20, std::size_t{256} << 20);
     spdlog::debug("file event: {} kB of the heap faulted in ahead of the cycle in {:.1f} ms", faulted / 1024,
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_started).count());
@@ -534,6 +538,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
   }
   ReconcileSummary summary = co_await run_cycle(std::move(only_files), false);
   summary.files_read = files_read_.size();
+  heap_end_after_file_cycle_ = heap_end();  // (a cycle never lowers it)
   release_memory_when_quiet();
   co_return summary;
 }

@@ -131,6 +131,9 @@ class StatesReconciler : public Reconciler {
   std::function<void()> release_memory_;
   std::function<void()> warm_memory_;
   std::chrono::milliseconds release_delay_{1000};
+  // Where the last file cycle left the heap's end (resident_heap.hpp's heap_end): the
+  // next file event's warm-up grows the heap back to it.
+  std::uintptr_t heap_end_after_file_cycle_ = 0;
   std::unique_ptr<boost::asio::steady_timer> release_timer_;
 };
 

@@ -175,6 +175,52 @@ TEST_CASE("after the warm-up, a block larger than the heap held is used without 
   CHECK(faults_writing_3_mb(false) == child_failed);  // without it: a fault per page
 }
 
+TEST_CASE("after memory was given back, the heap grows back to where the last cycle took it, without faults then") {
+#if defined(KSTATE_SANITIZED)
+  SUCCEED("not applicable under AddressSanitizer: it brings its own allocator");
+  return;
+#endif
+  // A cycle's 7 MB table (10,000 states) taken from the top of the heap, then given
+  // back; the next cycle writes it again after the warm-up, with and without growing
+  // the heap back to where the first cycle left its end.
+  const auto faults_writing_7_mb_again = [](bool grow_back) {
+    return in_child([grow_back] {
+      kstate::daemon::tune_heap_for_daemon();
+      const std::size_t size = std::size_t{7} << 20;
+      char* table = static_cast<char*>(std::malloc(size));
+      std::memset(table, 'z', size);
+      const std::uintptr_t end_after_cycle = kstate::daemon::heap_end();
+      std::free(table);
+      malloc_trim(0);
+      if (kstate::daemon::heap_end() + size / 2 > end_after_cycle) {
+        return child_failed;  // the trim was expected to lower the heap's end
+      }
+      if (grow_back &&
+          (kstate::daemon::grow_heap_to(end_after_cycle) == 0 || kstate::daemon::heap_end() < end_after_cycle)) {
+        return child_failed;
+      }
+      if (warm_heap(std::size_t{4} << 20, std::size_t{64} << 20) == 0) {
+        return child_unsupported;
+      }
+      table = static_cast<char*>(std::malloc(size));
+      const long before = minor_faults();
+      std::memset(table, 'z', size);
+      const long faults = minor_faults() - before;
+      std::free(table);
+      return faults < 64 ? child_passed : child_failed;  // 1,792 pages
+    });
+  };
+  const int grown = faults_writing_7_mb_again(true);
+  if (grown == child_unsupported) {
+    WARN("MADV_POPULATE_WRITE is not supported by this kernel: warm_heap does nothing");
+    return;
+  }
+  CHECK(grown == child_passed);
+  CHECK(faults_writing_7_mb_again(false) == child_failed);  // the 4 MB block alone leaves 3 MB to fault
+  // Already that far: nothing to do.
+  CHECK(in_child([] { return kstate::daemon::grow_heap_to(kstate::daemon::heap_end()) == 0 ? 0 : 1; }) == 0);
+}
+
 TEST_CASE("tuned for the daemon, a freed 2 MB block stays in the heap instead of being unmapped or trimmed") {
 #if defined(KSTATE_SANITIZED)
   SUCCEED("not applicable under AddressSanitizer: it brings its own allocator");
