@@ -1060,8 +1060,13 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
     failed_files.insert(states[index].source.file);
     keep[index] = false;
   };
-  std::unordered_map<std::string, std::size_t> by_id;
-  std::unordered_map<std::string, std::size_t> by_object;
+  // Keyed by views of the states' IDs and of `identities`, which outlive the maps (the
+  // states are not moved before the end): no string copied per state.
+  std::vector<std::string> identities(states.size());
+  std::unordered_map<std::string_view, std::size_t> by_id;
+  std::unordered_map<std::string_view, std::size_t> by_object;
+  by_id.reserve(states.size());
+  by_object.reserve(states.size());
   for (std::size_t i = 0; i < states.size(); ++i) {
     State& state = states[i];
     auto [existing_id, inserted] = by_id.emplace(state.id, i);
@@ -1077,7 +1082,8 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
     if (state.function == Function::object_updated) {
       continue;  // adjusts an object declared elsewhere (MetalK8s' coredns-replicas pattern)
     }
-    auto [existing_object, fresh] = by_object.emplace(object_identity(state.object), i);
+    identities[i] = object_identity(state.object);
+    auto [existing_object, fresh] = by_object.emplace(identities[i], i);
     if (fresh) {
       continue;
     }
@@ -1103,8 +1109,11 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
                   ", " + what);
   }
   // Names a `require` may use: state IDs, include parents, and Kind/namespace/name.
+  // Only needed when some state requires another: most sets have no `require`.
+  const bool any_require =
+      std::any_of(states.begin(), states.end(), [](const State& state) { return !state.require.empty(); });
   std::unordered_set<std::string> known;
-  for (std::size_t i = 0; i < states.size(); ++i) {
+  for (std::size_t i = 0; any_require && i < states.size(); ++i) {
     if (!keep[i]) {
       continue;
     }
@@ -1114,7 +1123,7 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
       known.insert(states[i].parent_id);
     }
   }
-  for (std::size_t i = 0; i < states.size(); ++i) {
+  for (std::size_t i = 0; any_require && i < states.size(); ++i) {
     if (!keep[i]) {
       continue;
     }

@@ -8,6 +8,7 @@
 #include <array>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 namespace kstate::states {
@@ -329,7 +330,9 @@ Result<Plan> plan_order(const std::vector<PlanItem>& items) {
     }
   }
 
-  ReferenceIndex references(items);
+  // Built on the first state with references: most sets have none, and indexing every
+  // name of 10,000 states costs more than the rest of the plan.
+  std::optional<ReferenceIndex> references;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const PlanItem& item = items[i];
     PlanNode& node = plan.nodes[i];
@@ -359,8 +362,11 @@ Result<Plan> plan_order(const std::vector<PlanItem>& items) {
           plan.nodes[container].after_nodes.push_back(i);
       }
     }
+    if (!item.require.empty() && !references) {
+      references.emplace(items);
+    }
     for (const std::string& reference : item.require) {
-      auto targets = references.resolve(item, reference);
+      auto targets = references->resolve(item, reference);
       if (!targets) {
         return std::move(targets).error();
       }
