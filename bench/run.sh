@@ -170,6 +170,20 @@ changed="$work/corpus-changed"
 "$corpus_tool" --out "$corpus" --objects "$objects" --namespaces "$namespaces" >/dev/null
 "$corpus_tool" --out "$changed" --objects "$objects" --namespaces "$namespaces" --change 10 >/dev/null
 corpus_cmd="kstate-bench-corpus --out DIR --objects $objects --namespaces $namespaces"
+# One ConfigMap: what any apply costs kstate whatever its size (process start, TLS,
+# discovery, the ApplySet parent read and written, one create), to tell that fixed
+# cost from the part of a cold apply that grows with the objects.
+one="$work/one-object"
+mkdir -p "$one"
+cat >"$one/configmap.yaml" <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: fixed-cost
+  namespace: default
+data:
+  key: value
+EOF
 
 ks_flags() { echo --kubeconfig "$kc" --cache-dir "$1"; }
 kubectl_k() { kubectl --kubeconfig "$kc" "$@"; }
@@ -185,7 +199,7 @@ tools=(kstate kstate-unthrottled)
 # every tool: the fair bound the issue asks for), or sent as server-side apply PATCHes
 # as kstate sends them; and as many small ConfigMaps (the emulator's cheapest create).
 [[ -x "$load_tool" ]] && tools+=(raw-http)
-raw=() raw_corpus=() raw_apply=() raw_apply_process=()
+raw=() raw_corpus=() raw_apply=() raw_apply_process=() fixed_kstate=() fixed_raw=()
 seconds_of() { awk -v line="$1" '$1 == line {for (i = 1; i <= NF; i++) if ($i == "s,") print int($(i-1) * 1000)}' "$work/load.out"; }
 # The tools take turns within each run (kstate, then kubectl, ...), instead of each
 # running all its runs in a block: a noisy minute on this kind of machine then slows
@@ -225,7 +239,11 @@ for ((run = 0; run < runs; run++)); do
       kstate)
         cold_runs[$tool]+="$(time_ms 0 -- "$kstate" apply "$corpus" $(ks_flags "$cache")) "
         reset_requests
-        again_runs[$tool]+="$(time_ms 0 -- "$kstate" apply "$corpus" $(ks_flags "$cache")) " ;;
+        again_runs[$tool]+="$(time_ms 0 -- "$kstate" apply "$corpus" $(ks_flags "$cache")) "
+        request_runs[$tool]+="$(count_requests) "
+        start_emulator
+        fixed_kstate+=("$(time_ms 0 -- "$kstate" apply "$one" $(ks_flags "$cache-one"))")
+        continue ;;
       kstate-unthrottled)
         cold_runs[$tool]+="$(time_ms 0 -- "$kstate" apply "$corpus" $(ks_flags "$cache") "${unthrottled[@]}") "
         reset_requests
@@ -248,6 +266,8 @@ for ((run = 0; run < runs; run++)); do
         raw_apply_process+=("$(time_ms 0 -- "$load_tool" --kubeconfig "$kc" --corpus "$corpus" --apply --connections 4)")
         cp "$work/last.out" "$work/load.out"
         raw_apply+=("$(seconds_of CORPUS-APPLY)")
+        start_emulator
+        fixed_raw+=("$(time_ms 0 -- "$load_tool" --kubeconfig "$kc" --corpus "$one" --apply --connections 4)")
         start_emulator
         "$load_tool" --kubeconfig "$kc" --requests "$objects" --connections 4 >"$work/load.out"
         raw+=("$(seconds_of CREATE)")
@@ -272,6 +292,8 @@ for tool in "${tools[@]}"; do
   # shellcheck disable=SC2086
   report "2.reapply-requests.$tool" "$(median ${request_runs[$tool]})" req "$cmd   (emulator /emulator/requests)"
 done
+report "1.one-object.kstate" "$(median "${fixed_kstate[@]}")" ms \
+  "kstate apply ONE --kubeconfig KC --cache-dir EMPTY   (ONE: one ConfigMap in namespace default; fresh emulator: the cost of any kstate apply)"
 if [[ -x "$load_tool" ]]; then
   report "1.raw-http-corpus-creates" "$(median "${raw_corpus[@]}")" ms \
     "kstate-emulator-load --kubeconfig KC --corpus DIR --connections 4   (the corpus objects POSTed, fresh emulator, CRD pre-created)"
@@ -281,6 +303,8 @@ if [[ -x "$load_tool" ]]; then
     "kstate-emulator-load --kubeconfig KC --corpus DIR --apply --connections 4   (the same, timed as a whole process: start, parse, send, exit)"
   report "1.raw-http-creates" "$(median "${raw[@]}")" ms \
     "kstate-emulator-load --kubeconfig KC --requests $objects --connections 4   (CREATE line: $objects ConfigMap POSTs)"
+  report "1.one-object.raw-http-process" "$(median "${fixed_raw[@]}")" ms \
+    "kstate-emulator-load --kubeconfig KC --corpus ONE --apply --connections 4   (ONE: one ConfigMap; fresh emulator; the raw tool's whole process)"
 fi
 stop_emulator
 
@@ -545,6 +569,12 @@ if [[ -n "${figure[1.raw-http-creates]:-}" ]]; then
       "/ ConfigMap POSTs $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-creates]}")x" \
       "/ the raw tool's whole process (start, parse, send as apply PATCHes) $(ratio "${figure[1.cold-apply.$k]}" "${figure[1.raw-http-corpus-applies-process]}")x"
   done
+  # A cold apply = what any apply costs (one object) + what its objects add.
+  awk -v cold="${figure[1.cold-apply.kstate]}" -v one="${figure[1.one-object.kstate]}" \
+    -v raw_one="${figure[1.one-object.raw-http-process]}" -v bound="${figure[1.raw-http-corpus-creates]}" 'BEGIN {
+      if (bound <= 0) exit
+      printf "  cold apply (kstate), split: one object %d ms (the raw tool, whole process: %d ms) = %.2fx the bound;" \
+        " the %d ms the objects add = %.2fx the bound\n", one, raw_one, one / bound, cold - one, (cold - one) / bound }'
 fi
 echo "  re-apply requests (kstate): ${figure[2.reapply-requests.kstate]}   (target: <= one per (kind, namespace) pair = $((8 * namespaces + 2)) here: 8 namespaced kinds x namespaces + Namespace + CRD, discovery cached)"
 echo "  discovery:     cold $disc_cold_req requests, cached $disc_cached_req requests"
