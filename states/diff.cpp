@@ -12,13 +12,24 @@
 namespace kstate::states {
 namespace {
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::string line;
-  std::istringstream in(text);
-  while (std::getline(in, line)) {
-    lines.push_back(line);
+// The lines of `text` as std::getline reads them: a last line without '\n' counts,
+// an empty one after the final '\n' does not.
+template <typename Each>
+void for_each_line(std::string_view text, Each each) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) {
+      end = text.size();
+    }
+    each(text.substr(start, end - start));
+    start = end + 1;
   }
+}
+
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  for_each_line(text, [&lines](std::string_view line) { lines.emplace_back(line); });
   return lines;
 }
 
@@ -32,15 +43,16 @@ std::string unified_diff(const std::string& before, const std::string& after, co
   if (before.empty()) {
     // A create: every line is added. Written directly, in dtl's format, because the
     // edit-distance machinery was a tenth of a 1,000-object cold apply's CPU time.
-    std::vector<std::string> b = split_lines(after);
+    std::size_t lines = 0;
+    for_each_line(after, [&lines](std::string_view) { ++lines; });
     std::string out =
-        "--- " + before_label + "\n+++ " + after_label + "\n@@ -1,0 +1," + std::to_string(b.size()) + " @@\n";
-    out.reserve(out.size() + after.size() + b.size());
-    for (const auto& line : b) {
+        "--- " + before_label + "\n+++ " + after_label + "\n@@ -1,0 +1," + std::to_string(lines) + " @@\n";
+    out.reserve(out.size() + after.size() + 2 * lines);
+    for_each_line(after, [&out](std::string_view line) {
       out += '+';
       out += line;
       out += '\n';
-    }
+    });
     return out;
   }
   std::vector<std::string> a = split_lines(before);

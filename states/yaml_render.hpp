@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/json.hpp"
 
@@ -15,5 +16,9 @@ std::string to_yaml(const json::Value& value);
 // string (numbers, booleans and nulls of YAML 1.1 and 1.2, empty, leading/trailing
 // space, indicators). Errs on the side of quoting: this is for display.
 bool needs_quotes(std::string_view text);
+
+// Whether a YAML 1.1 or 1.2 reader might take `text` as a number: decimal, octal,
+// hex, binary, floats with exponents, underscores, sexagesimal, infinities, NaN.
+bool looks_numeric(std::string_view text);
 
 }  // namespace kstate::states

@@ -4,6 +4,10 @@
 #include <sys/resource.h>
 
 #include <catch2/catch.hpp>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
 
 #include "states/normalize.hpp"
 #include "states/yaml_render.hpp"
@@ -70,6 +74,45 @@ TEST_CASE("needs_quotes is true for YAML 1.1 and 1.2 non-strings and indicators"
   }
 }
 
+TEST_CASE("looks_numeric agrees with the YAML number patterns on every short string of number characters") {
+  // The regular expression the scanner replaced: a string it calls a number is quoted
+  // in diffs, so that the diff does not show a string as a number (or the reverse).
+  const std::regex number(
+      R"(^[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$|^[-+]?0[xXoObB][0-9a-fA-F_]+$|^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$)");
+  const auto check = [&number](const std::string& text) {
+    INFO('"' << text << '"');
+    CHECK(states::looks_numeric(text) == std::regex_match(text, number));
+  };
+  // Every string of up to 4 of these characters, then random longer ones.
+  const std::string alphabet = "+-._:0159xoBeEaf";
+  std::vector<std::string> strings{""};
+  for (std::size_t length = 1, begin = 0; length <= 4; ++length) {
+    const std::size_t end = strings.size();
+    for (std::size_t i = begin; i < end; ++i) {
+      for (char c : alphabet) {
+        strings.push_back(strings[i] + c);
+      }
+    }
+    begin = end;
+  }
+  std::mt19937 random(20261127);  // fixed: a failure reproduces
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    const std::size_t length = 5 + random() % 6;
+    for (std::size_t j = 0; j < length; ++j) {
+      text += alphabet[random() % alphabet.size()];
+    }
+    strings.push_back(text);
+  }
+  for (const char* text : {".inf", "-.Inf", "+.INF", ".nan", ".NaN", "-.nan", "0x1F", "0o17", "0b1e5", "12:30:15.5",
+                           "1:60", "1:2e5", "1_000.5e-3", ".5e3", "1.", "1e", "0x", "+"}) {
+    strings.emplace_back(text);
+  }
+  for (const std::string& text : strings) {
+    check(text);
+  }
+}
+
 TEST_CASE("object_diff shows a create, a change and nothing for equal objects") {
   auto live = parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"},
     "data":{"k":"old","same":"s"}})");
@@ -84,6 +127,12 @@ TEST_CASE("object_diff shows a create, a change and nothing for equal objects") 
   std::string create = states::object_diff(json::Value(), desired, "x");
   CHECK(create.find("+kind: ConfigMap\n") != std::string::npos);
   CHECK(create.find("\n-") == std::string::npos);
+}
+
+TEST_CASE("unified_diff of a create adds every line, the last one with or without a newline") {
+  CHECK(states::unified_diff("", "a\n\nb\n", "before", "after") == "--- before\n+++ after\n@@ -1,0 +1,3 @@\n+a\n+\n+b\n");
+  CHECK(states::unified_diff("", "a\nb", "before", "after") == "--- before\n+++ after\n@@ -1,0 +1,2 @@\n+a\n+b\n");
+  CHECK(states::unified_diff("x\n", "x\ny", "before", "after").find("\n+y\n") != std::string::npos);
 }
 
 TEST_CASE("diffing a changed object does not map fresh memory each time") {
