@@ -130,7 +130,8 @@ TEST_CASE("object_diff shows a create, a change and nothing for equal objects") 
 }
 
 TEST_CASE("unified_diff of a create adds every line, the last one with or without a newline") {
-  CHECK(states::unified_diff("", "a\n\nb\n", "before", "after") == "--- before\n+++ after\n@@ -1,0 +1,3 @@\n+a\n+\n+b\n");
+  CHECK(states::unified_diff("", "a\n\nb\n", "before", "after") ==
+        "--- before\n+++ after\n@@ -1,0 +1,3 @@\n+a\n+\n+b\n");
   CHECK(states::unified_diff("", "a\nb", "before", "after") == "--- before\n+++ after\n@@ -1,0 +1,2 @@\n+a\n+b\n");
   CHECK(states::unified_diff("x\n", "x\ny", "before", "after").find("\n+y\n") != std::string::npos);
 }
