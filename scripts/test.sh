@@ -2,13 +2,15 @@
 # Builds kstate and runs the whole test suite: the README's test command and what
 # .ci/run executes.
 #   scripts/test.sh            everything CI runs: the default preset (build + CTest),
-#                              the same suite under ASan + UBSan (asan preset; the
+#                              the benchmarks' quick mode as a smoke check, the same
+#                              suite under ASan + UBSan (asan preset; the
 #                              emulator's own tests aside: it starts the default
 #                              preset's emulator), then every libFuzzer target for a
 #                              bounded time
 #   scripts/test.sh PRESET     one preset only (default | debug | asan), no fuzzing
 # Environment: KSTATE_SOAK_SECONDS (default 30 here, 20 for a bare ctest) is how long
-# the daemon soak test runs in the default pass; KSTATE_ASAN=0 skips the sanitizer
+# the daemon soak test runs in the default pass; KSTATE_BENCH=0 skips the benchmarks'
+# quick mode (bench/run.sh --quick, about 40 s) that follows it; KSTATE_ASAN=0 skips the sanitizer
 # pass (whose soak keeps 20 s); KSTATE_FUZZ_SECONDS (default
 # 10 per target, 0 skips) bounds the fuzzing, which runs in build/fuzz when clang with
 # libFuzzer is installed (scripts/fuzz.sh runs the targets longer on demand).
@@ -37,6 +39,13 @@ if (($# > 0)); then
   exit 0
 fi
 KSTATE_SOAK_SECONDS=${KSTATE_SOAK_SECONDS:-30} run_preset default
+if [[ ${KSTATE_BENCH:-1} != 0 ]]; then
+  # The benchmarks' quick mode, as a smoke check: every scenario once, against the
+  # default preset's binaries. It fails only when a command fails, never on a figure.
+  start=$SECONDS
+  bench/run.sh --quick --build build
+  echo "== bench (quick): done in $((SECONDS - start)) s"
+fi
 if [[ ${KSTATE_ASAN:-1} != 0 ]]; then
   run_preset asan
 fi
