@@ -12,6 +12,8 @@
 #include <utility>
 // (blank line keeps <utility> first for Boost 1.74's awaitable.hpp)
 
+#include <sys/resource.h>
+
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -121,6 +123,39 @@ TEST_CASE("hostile server: an endless chunked body is cut at the limit", "[hosti
   CHECK(peak_growth < 64 * 1024);          // the body (16 MiB) as its string grows
   WARN("endless chunked body, limit 16 MiB: cut after " << server.bytes_sent() / (1024 * 1024) << " MiB sent, in "
                                                         << took << " s, peak RSS +" << peak_growth / 1024 << " MB");
+}
+
+TEST_CASE("hostile server: an allocation that fails while an answer is read fails that request, not the process",
+          "[hostile][limits]") {
+#if defined(KSTATE_SANITIZED)
+  WARN("skipped under AddressSanitizer (it reserves its shadow memory: an address-space limit breaks it)");
+#else
+  // 60 MiB announced, under the 64 MiB limit: the body is reserved, and this process is
+  // allowed only 24 MiB more address space than it has, so that reservation fails.
+  HostileServer server(HostileBehaviour::fixed_answer, "HTTP/1.1 200 OK\r\nContent-Length: 62914560\r\n\r\n{");
+  Client client(server, quick_options());
+  long vm_kb = 0;
+  {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmSize:", 0) == 0) {
+        vm_kb = std::stol(line.substr(7));
+      }
+    }
+  }
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_AS, &saved) == 0);
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(vm_kb + 24 * 1024) * 1024;
+  REQUIRE(::setrlimit(RLIMIT_AS, &tight) == 0);
+  auto answer = client.get("/api/v1/configmaps");
+  REQUIRE(::setrlimit(RLIMIT_AS, &saved) == 0);
+  REQUIRE_FALSE(answer.ok());
+  CHECK(answer.error().kind == ErrorKind::internal);
+  CHECK_THAT(answer.error().message, Catch::Contains("GET /api/v1/configmaps: out of memory reading the response"));
+  WARN("60 MiB body with 24 MiB of address space left: the request failed (" << answer.error().message
+                                                                             << "), the process went on");
+#endif
 }
 
 TEST_CASE("hostile server: a 20 MB Status message with a line break and ANSI escapes is escaped and capped",

@@ -83,7 +83,7 @@ TEST_CASE("kstate daemon: 1,100 connections to the endpoints neither starve it n
   Daemon daemon(emulator);
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   // What systemd gives a service by default: 1,024 soft, a higher hard limit.
-  daemon.start("ulimit -H -n 4096 && ulimit -S -n 1024 && ");
+  daemon.start("prlimit --nofile=1024:4096");
   REQUIRE(daemon.wait_notification("READY=1"));
   const std::string limits = open_file_limits(daemon.process.pid());
   CHECK(limits == "4096/4096");  // raised to the hard limit at start
@@ -151,14 +151,9 @@ TEST_CASE("kstate daemon: an API server that accepts TCP and never answers TLS i
 
   const auto start = SteadyClock::now();
   daemon.start();
-  kstate::testing::HttpResult readyz;
-  REQUIRE(eventually(
-      [&] {
-        readyz = kstate::testing::http_get(daemon.port, "/readyz");
-        return readyz.body.find("waiting for the API server") != std::string::npos;
-      },
-      10s));
+  REQUIRE(daemon.wait_notification("STATUS=waiting for the API server", 10s));
   const double reported_after = seconds_since(start);
+  auto readyz = kstate::testing::http_get(daemon.port, "/readyz");
   CHECK(readyz.status == 503);
   CHECK_THAT(readyz.body,
              Catch::Contains("TLS handshake with " + silent.url() + ": the server did not complete it within 0.5 s"));
