@@ -130,10 +130,12 @@ TEST_CASE("hostile server: an allocation that fails while an answer is read fail
 #if defined(KSTATE_SANITIZED)
   WARN("skipped under AddressSanitizer (it reserves its shadow memory: an address-space limit breaks it)");
 #else
-  // 60 MiB announced, under the 64 MiB limit: the body is reserved, and this process is
-  // allowed only 24 MiB more address space than it has, so that reservation fails.
-  HostileServer server(HostileBehaviour::fixed_answer, "HTTP/1.1 200 OK\r\nContent-Length: 62914560\r\n\r\n{");
-  Client client(server, quick_options());
+  // 900 MiB announced, under the limit set here (1 GiB): the body is reserved, and this
+  // process is allowed only 24 MiB more address space than it has, so that fails.
+  HostileServer server(HostileBehaviour::fixed_answer, "HTTP/1.1 200 OK\r\nContent-Length: 943718400\r\n\r\n{");
+  auto options = quick_options();
+  options.max_response_bytes = std::size_t{1} << 30;
+  Client client(server, options);
   long vm_kb = 0;
   {
     std::ifstream status("/proc/self/status");
@@ -143,17 +145,25 @@ TEST_CASE("hostile server: an allocation that fails while an answer is read fail
       }
     }
   }
-  rlimit saved{};
-  REQUIRE(::getrlimit(RLIMIT_AS, &saved) == 0);
-  rlimit tight = saved;
-  tight.rlim_cur = static_cast<rlim_t>(vm_kb + 24 * 1024) * 1024;
-  REQUIRE(::setrlimit(RLIMIT_AS, &tight) == 0);
-  auto answer = client.get("/api/v1/configmaps");
-  REQUIRE(::setrlimit(RLIMIT_AS, &saved) == 0);
+  struct AddressSpaceLimit {  // set for the request only, whatever happens
+    rlimit saved{};
+    explicit AddressSpaceLimit(rlim_t bytes) {
+      ::getrlimit(RLIMIT_AS, &saved);
+      rlimit tight = saved;
+      tight.rlim_cur = bytes;
+      ::setrlimit(RLIMIT_AS, &tight);
+    }
+    ~AddressSpaceLimit() { ::setrlimit(RLIMIT_AS, &saved); }
+  };
+  Result<Response> answer = Error(ErrorKind::internal, "not sent");
+  {
+    AddressSpaceLimit limit(static_cast<rlim_t>(vm_kb + 24 * 1024) * 1024);
+    answer = client.get("/api/v1/configmaps");
+  }
   REQUIRE_FALSE(answer.ok());
   CHECK(answer.error().kind == ErrorKind::internal);
   CHECK_THAT(answer.error().message, Catch::Contains("GET /api/v1/configmaps: out of memory reading the response"));
-  WARN("60 MiB body with 24 MiB of address space left: the request failed (" << answer.error().message
+  WARN("900 MiB body announced with 24 MiB of address space left: the request failed (" << answer.error().message
                                                                              << "), the process went on");
 #endif
 }
