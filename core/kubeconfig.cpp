@@ -50,6 +50,16 @@ std::optional<std::string> read_env(const KubeconfigSources& sources, const std:
   return std::nullopt;
 }
 
+// A file the kubeconfig names: every failure is a configuration error (kubeconfig.hpp),
+// whether the file is missing or was refused.
+Result<std::string> read_named_file(const std::string& path, const std::string& what) {
+  auto content = read_credential_file(path, what);
+  if (!content) {
+    return config_error(content.error().message);
+  }
+  return content;
+}
+
 std::string resolve_path(const std::string& path, const std::string& folder) {
   if (path.empty() || fs::path(path).is_absolute()) {
     return path;
@@ -61,7 +71,7 @@ std::string resolve_path(const std::string& path, const std::string& folder) {
 Status merge_file(const std::string& path, MergedConfig& merged) {
   auto text = read_bounded_file(path, "kubeconfig", max_kubeconfig_bytes, false);
   if (!text) {
-    return text.error();
+    return config_error(text.error().message);
   }
   YAML::Node root;
   try {
@@ -157,7 +167,7 @@ Result<std::string> pem_field(const Entry& entry, const char* file_key, const ch
     return std::move(*decoded);
   }
   if (!file.empty()) {
-    return read_credential_file(resolve_path(file, entry.folder), std::string(file_key) + " of " + where);
+    return read_named_file(resolve_path(file, entry.folder), std::string(file_key) + " of " + where);
   }
   return std::string();
 }
@@ -328,12 +338,12 @@ Result<ClientConfig> in_cluster_config(const KubeconfigSources& sources, const s
   if (!fs::exists(config.token_file)) {
     return config_error("in-cluster: service account token " + config.token_file + " does not exist");
   }
-  auto ca = read_credential_file(sources.service_account_dir + "/ca.crt", "in-cluster CA");
+  auto ca = read_named_file(sources.service_account_dir + "/ca.crt", "in-cluster CA");
   if (!ca) {
     return ca.error();
   }
   config.certificate_authority_pem = std::move(ca.value());
-  if (auto ns = read_credential_file(sources.service_account_dir + "/namespace", "namespace"); ns) {
+  if (auto ns = read_named_file(sources.service_account_dir + "/namespace", "namespace"); ns) {
     std::string value = ns.value();
     while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) {
       value.pop_back();
