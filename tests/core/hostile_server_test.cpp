@@ -127,7 +127,7 @@ TEST_CASE("hostile server: an endless chunked body is cut at the limit", "[hosti
   CHECK(answer.error().kind == ErrorKind::unsupported);
   CHECK(server.requests() == 1);
   CHECK(server.bytes_sent() >= 16u << 20);
-  CHECK(server.bytes_sent() < 24u << 20);  // the limit plus what the socket buffers held
+  CHECK(server.bytes_sent() < 24u << 20);             // the limit plus what the socket buffers held
   CHECK(peak_growth < 64 * 1024 * rss_bound_factor);  // the body (16 MiB) as its string grows
   WARN("endless chunked body, limit 16 MiB: cut after " << server.bytes_sent() / (1024 * 1024) << " MiB sent, in "
                                                         << took << " s, peak RSS +" << peak_growth / 1024 << " MB");
