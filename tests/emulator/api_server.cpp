@@ -1075,7 +1075,23 @@ const std::string& ApiServer::serialized(const ObjectPtr& object) {
   auto& entry = serialized_[object.get()];
   entry.object = object;
   entry.json = json::dump(*object);
+  entry.list_item_json.clear();  // (the entry may be a stale one's, at the same address)
   return entry.json;
+}
+
+const std::string& ApiServer::serialized_list_item(const ObjectPtr& object, bool custom) {
+  const std::string& whole = serialized(object);
+  if (custom) {
+    return whole;
+  }
+  SerializedObject& entry = serialized_[object.get()];
+  if (entry.list_item_json.empty()) {
+    Document item = json::copy(*object);
+    item.RemoveMember("kind");
+    item.RemoveMember("apiVersion");
+    entry.list_item_json = json::dump(item);
+  }
+  return entry.list_item_json;
 }
 
 Response ApiServer::list_objects(const Request& request, const Target& target) {
@@ -1184,7 +1200,7 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     if (i > 0) {
       body += ',';
     }
-    body += serialized(items[i]);
+    body += serialized_list_item(items[i], type.custom);
   }
   body += "]}";
   return json_response(200, std::move(body));

@@ -164,6 +164,9 @@ class ApiServer {
   // every object again, as kube-apiserver's watch cache serializes an object once for
   // all who read it. Keyed by address; an entry whose object is gone is stale.
   const std::string& serialized(const ObjectPtr& object);
+  // As a LIST item: a built-in kind's without kind and apiVersion, as kube-apiserver
+  // sends them (recordings 16, 19); custom resources' keep them (65). Cached too.
+  const std::string& serialized_list_item(const ObjectPtr& object, bool custom);
 
   std::string new_uid();
   std::string random_suffix();
@@ -190,6 +193,7 @@ class ApiServer {
   struct SerializedObject {
     std::weak_ptr<const json::Document> object;
     std::string json;
+    std::string list_item_json;  // built-in kinds: without kind/apiVersion (empty until asked)
   };
   std::unordered_map<const json::Document*, SerializedObject> serialized_;
 };
