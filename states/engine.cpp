@@ -129,6 +129,8 @@ struct Engine::Impl {
     // test mode the plan, to show what the apply after it would remove.
     std::vector<std::string> taken_over_from;
     std::optional<TakeoverPlan> takeover;
+    // The last live_object() read it on its own, managedFields included (take_over).
+    bool read_with_managed_fields = false;
   };
   // Live objects of one (resource, namespace) pair, read once. The objects point into
   // live_documents (a LIST answer is kept whole, not copied item by item).
@@ -687,6 +689,7 @@ struct Engine::Impl {
   // stays valid for the whole run (live documents are never freed before its end).
   asio::awaitable<Result<const json::Value*>> live_object(std::size_t index, bool fresh = false) {
     Slot& slot = slots[index];
+    slot.read_with_managed_fields = false;
     const std::string key = live_key(*slot.resource, slot.ref.ns);
     if (!fresh) {
       auto it = live_sets.find(key);
@@ -701,7 +704,10 @@ struct Engine::Impl {
       }
     }
     slot.read_when_run = false;
-    auto got = co_await read(slot);
+    // With its managedFields: an object read on its own is often one to take over (made
+    // by someone else meanwhile), and then no second read is needed (take_over).
+    auto got = co_await client.get_with_managed_fields(*slot.resource, slot.ref.ns, slot.ref.name);
+    slot.read_with_managed_fields = got.ok();
     if (!got.ok() && got.error().kind == ErrorKind::not_found) {
       co_return &absent_object;
     }
@@ -1500,7 +1506,7 @@ struct Engine::Impl {
       co_return;
     }
     if (may_take_over && (applied_by_kubectl || recorded_config_hash(*live).empty())) {
-      if (auto taken = co_await take_over(index); !taken.ok()) {
+      if (auto taken = co_await take_over(index, *live); !taken.ok()) {
         fail(index, "taking over the fields of other managers: " + taken.error().describe());
         co_return;
       }
@@ -1552,12 +1558,19 @@ struct Engine::Impl {
 
   // Moves the fields of the managers kstate takes over into its own Apply entry (one
   // JSON patch of managedFields, which fails if the object changed since it was read:
-  // then read again). Test mode only reads, and keeps the plan for the diff.
-  asio::awaitable<Status> take_over(std::size_t index) {
+  // then read again). `live` is used when it was read with its managedFields (on its
+  // own: it may have none); objects from a LIST are read again. Test mode only reads, and keeps the plan
+  // for the diff.
+  asio::awaitable<Status> take_over(std::size_t index, const json::Value& live) {
     Slot& slot = slots[index];
     constexpr int attempts = 3;
     for (int attempt = 1;; ++attempt) {
-      auto whole = co_await client.get_with_managed_fields(*slot.resource, slot.ref.ns, slot.ref.name);
+      Result<json::Document> whole = json::Document();
+      if (attempt == 1 && slot.read_with_managed_fields) {
+        whole = json::copy(live);
+      } else {
+        whole = co_await client.get_with_managed_fields(*slot.resource, slot.ref.ns, slot.ref.name);
+      }
       if (!whole.ok()) {
         co_return whole.error().kind == ErrorKind::not_found ? ok_status() : Status(whole.error());
       }
