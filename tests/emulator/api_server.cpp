@@ -5,6 +5,8 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <ctime>
@@ -572,7 +574,7 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
     response.verb = verb;
     return response;
   };
-  if (is_write(verb) && !request.identity.may_write) {
+  if ((is_write(verb) && !request.identity.may_write) || !request.identity.may_read) {
     auto details = details_for(&type, target.name);
     std::string subject = type.qualified_plural() + (target.name.empty() ? "" : " \"" + target.name + "\"");
     std::string scope = type.namespaced && !target.namespace_name.empty()
@@ -1078,6 +1080,39 @@ const std::string& ApiServer::serialized(const ObjectPtr& object) {
   return entry.json;
 }
 
+namespace {
+
+// The object without its kind and apiVersion, written member by member (no copy).
+std::string without_type_meta(const Value& object) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  for (const auto& member : object.GetObject()) {
+    std::string_view name(member.name.GetString(), member.name.GetStringLength());
+    if (name == "kind" || name == "apiVersion") {
+      continue;
+    }
+    writer.Key(member.name.GetString(), member.name.GetStringLength());
+    member.value.Accept(writer);
+  }
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace
+
+const std::string& ApiServer::serialized_item(const ObjectPtr& object, const ResourceType& type) {
+  const std::string& full = serialized(object);
+  if (type.custom) {
+    return full;
+  }
+  auto& entry = serialized_[object.get()];
+  if (entry.item_json.empty()) {
+    entry.item_json = without_type_meta(*object);
+  }
+  return entry.item_json;
+}
+
 Response ApiServer::list_objects(const Request& request, const Target& target) {
   const ResourceType& type = *target.type;
   auto labels = parse_label_selector(query(request, "labelSelector"));
@@ -1132,6 +1167,9 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     metadata +=
         ",\"continue\":\"" + base64(json::dump(token)) + "\",\"remainingItemCount\":" + std::to_string(remaining);
   }
+  if (remaining == 0 && type.custom) {
+    metadata += ",\"continue\":\"\"";  // custom resource lists always carry it
+  }
   metadata += "}";
   if (accepts(request.accept, "as=Table")) {
     Document table(rapidjson::kObjectType);
@@ -1184,7 +1222,7 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     if (i > 0) {
       body += ',';
     }
-    body += serialized(items[i]);
+    body += serialized_item(items[i], type);
   }
   body += "]}";
   return json_response(200, std::move(body));
@@ -2121,7 +2159,7 @@ Response ApiServer::delete_collection(const Request& request, const Target& targ
       continue;
     }
     auto result = delete_now(type, key, object, propagation, dry_run);
-    items += (items.empty() ? "" : ",") + json::dump(*result);
+    items += (items.empty() ? "" : ",") + (type.custom ? json::dump(*result) : without_type_meta(*result));
   }
   return json_response(200, "{\"kind\":\"" + type.kind + "List\",\"apiVersion\":\"" + type.api_version() +
                                 "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(store_.current_version()) +

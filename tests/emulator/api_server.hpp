@@ -29,6 +29,7 @@ struct Identity {
   std::string user;
   std::vector<std::string> groups;
   bool may_write = false;
+  bool may_read = true;  // false: a user without any RBAC grant (every resource request is 403)
 };
 
 struct Request {
@@ -164,6 +165,9 @@ class ApiServer {
   // every object again, as kube-apiserver's watch cache serializes an object once for
   // all who read it. Keyed by address; an entry whose object is gone is stale.
   const std::string& serialized(const ObjectPtr& object);
+  // The JSON of an object as an item of a list: built-in kinds' list items carry no
+  // kind/apiVersion (kube-apiserver leaves them to the list), custom resources' do.
+  const std::string& serialized_item(const ObjectPtr& object, const ResourceType& type);
 
   std::string new_uid();
   std::string random_suffix();
@@ -190,6 +194,7 @@ class ApiServer {
   struct SerializedObject {
     std::weak_ptr<const json::Document> object;
     std::string json;
+    std::string item_json;  // built-in kinds' list item form, made on first use
   };
   std::unordered_map<const json::Document*, SerializedObject> serialized_;
 };
