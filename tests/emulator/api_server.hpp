@@ -172,6 +172,9 @@ class ApiServer {
   std::string new_uid();
   std::string random_suffix();
   std::string allocate_cluster_ip();
+  // A new Service's clusterIP(s), IP family fields and node ports, as the service REST
+  // storage allocates them (a dry run reserves nothing).
+  void allocate_service_addresses(json::Value& service, json::Allocator& allocator, bool dry_run);
   std::string discovery_document(bool aggregated_core, const std::string& version) const;
 
   Options options_;
@@ -191,6 +194,7 @@ class ApiServer {
   std::optional<std::chrono::system_clock::time_point> last_compaction_;
   std::uint64_t revision_at_last_compaction_ = 0;
   std::uint32_t next_cluster_ip_ = 10;
+  std::uint32_t next_node_port_ = 30000;
   struct SerializedObject {
     std::weak_ptr<const json::Document> object;
     std::string json;
