@@ -5,10 +5,13 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <ctime>
 
+#include "tests/emulator/defaults.hpp"
 #include "tests/emulator/field_set.hpp"
 #include "tests/emulator/patch.hpp"
 #include "tests/emulator/validation.hpp"
@@ -70,15 +73,31 @@ Response namespace_not_found(std::string_view name) {
   return failure(404, "NotFound", "namespaces \"" + std::string(name) + "\" not found", &details);
 }
 
+// An unknown resource under a served group version: a JSON Status (recording 08's notes).
 Response resource_not_found() {
   Document details(rapidjson::kObjectType);
-  Value causes(rapidjson::kArrayType);
-  Value cause(rapidjson::kObjectType);
-  json::set_string(cause, "reason", "UnexpectedServerResponse", details.GetAllocator());
-  json::set_string(cause, "message", "404 page not found", details.GetAllocator());
-  causes.PushBack(std::move(cause), details.GetAllocator());
-  json::set(details, "causes", std::move(causes), details.GetAllocator());
   return failure(404, "NotFound", "the server could not find the requested resource", &details);
+}
+
+// A path no handler serves (an unknown group or version, a custom resource before its
+// CRD is served): Go's default 404, not a Status (recordings 08 and 60).
+Response page_not_found() {
+  Response response;
+  response.status = 404;
+  response.content_type = "text/plain; charset=utf-8";
+  response.body = "404 page not found\n";
+  return response;
+}
+
+// 405 and 415 carry empty details (recordings 46 and 47).
+Response method_not_allowed() {
+  Document details(rapidjson::kObjectType);
+  return failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", &details);
+}
+
+Response unsupported_media_type() {
+  Document details(rapidjson::kObjectType);
+  return failure(415, "UnsupportedMediaType", "415: Unsupported Media Type", &details);
 }
 
 Response bad_request(const std::string& message) {
@@ -189,11 +208,6 @@ Value* find_mutable(Value& object, std::initializer_list<std::string_view> path)
   return current;
 }
 
-bool bool_at(const Value& object, std::initializer_list<std::string_view> path) {
-  const Value* value = json::find_path(object, path);
-  return value != nullptr && value->IsBool() && value->GetBool();
-}
-
 // Everything but metadata and status: a change here bumps metadata.generation.
 bool spec_changed(const Value& old_object, const Value& new_object) {
   auto strip = [](const Value& object) {
@@ -221,24 +235,6 @@ bool is_write(std::string_view verb) {
 
 bool accepts(std::string_view accept, std::string_view needle) {
   return accept.find(needle) != std::string_view::npos;
-}
-
-// Moves Secret.stringData into data (base64), as kube-apiserver does on write.
-void fold_string_data(Value& secret, Allocator& allocator) {
-  Value* string_data = json::find(secret, "stringData");
-  if (string_data == nullptr) {
-    return;
-  }
-  if (string_data->IsObject()) {
-    Value& data = json::ensure_object(secret, "data", allocator);
-    for (const auto& member : string_data->GetObject()) {
-      if (member.value.IsString()) {
-        json::set_string(data, member.name.GetString(),
-                         base64(std::string_view(member.value.GetString(), member.value.GetStringLength())), allocator);
-      }
-    }
-  }
-  secret.RemoveMember("stringData");
 }
 
 std::string format_age(std::chrono::seconds age) {
@@ -279,7 +275,7 @@ std::string status_body(int code, const std::string& reason, const std::string& 
   if (!reason.empty()) {
     json::set_string(doc, "reason", reason, allocator);
   }
-  if (details != nullptr && details->IsObject() && !details->ObjectEmpty()) {
+  if (details != nullptr && details->IsObject()) {
     json::set(doc, "details", Value(*details, allocator), allocator);
   }
   json::set(doc, "code", Value(code), allocator);
@@ -287,7 +283,7 @@ std::string status_body(int code, const std::string& reason, const std::string& 
 }
 
 ApiServer::ApiServer(Options options, Clock clock, std::uint64_t seed)
-    : options_(std::move(options)), clock_(std::move(clock)), random_(seed) {
+    : options_(std::move(options)), clock_(std::move(clock)), random_(seed), controllers_(*this, options_.controllers) {
   // The namespaces every cluster starts with.
   for (const char* name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
     Document ns(rapidjson::kObjectType);
@@ -307,76 +303,54 @@ ApiServer::ApiServer(Options options, Clock clock, std::uint64_t seed)
     json::set_string(metadata, "resourceVersion", std::to_string(store_.next_version()), allocator);
     store_.put(object_key("", "namespaces", "", name), std::make_shared<const Document>(std::move(ns)), "ADDED");
   }
-  for (const char* name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
-    run_namespace_controllers(name);
-  }
+  controllers_.run(clock_());
 }
 
-namespace {
-const char* const root_ca_description =
-    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the "
-    "internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes "
-    "clusters.";
-}  // namespace
-
-void ApiServer::run_namespace_controllers(const std::string& ns) {
-  if (!options_.namespace_controllers) {
-    return;
-  }
-  auto namespace_object = store_.get(object_key("", "namespaces", "", ns));
-  if (!namespace_object || json::find_path(*namespace_object, {"metadata", "deletionTimestamp"}) != nullptr) {
-    return;  // nothing new goes into a terminating namespace
-  }
-  // As the controllers write: typed creates, so managedFields name kube-controller-manager.
+Response ApiServer::controller_request(const std::string& method, const std::string& target, const std::string& body,
+                                       const std::string& component) {
   Request request;
-  request.method = "POST";
+  request.method = method;
+  auto question = target.find('?');
+  request.path = target.substr(0, question);
+  if (question != std::string::npos) {
+    std::string_view rest = std::string_view(target).substr(question + 1);
+    while (!rest.empty()) {
+      auto amp = rest.find('&');
+      auto part = rest.substr(0, amp);
+      auto eq = part.find('=');
+      request.query[std::string(part.substr(0, eq))] =
+          eq == std::string_view::npos ? "" : std::string(part.substr(eq + 1));
+      rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    }
+  }
   request.accept = "application/json";
   request.content_type = "application/json";
-  request.user_agent = "kube-controller-manager/v" + options_.version + ".0 (linux/amd64) kubernetes/0000000";
-  request.identity = Identity{true, "system:kube-controller-manager", {"system:authenticated"}, true};
-  if (!store_.get(object_key("", "serviceaccounts", ns, "default"))) {
-    request.path = "/api/v1/namespaces/" + ns + "/serviceaccounts";
-    request.body = R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}})";
-    route(request);
-  }
-  const std::string bundle_key = object_key("", "configmaps", ns, "kube-root-ca.crt");
-  auto bundle = store_.get(bundle_key);
-  if (!options_.root_ca_pem.empty() && bundle) {
-    // The publisher puts its data back (and its description), keeping the rest.
-    const Value* data = json::find(*bundle, "data");
-    const Value* description = json::find_path(*bundle, {"metadata", "annotations", "kubernetes.io/description"});
-    const bool intact = data != nullptr && data->IsObject() && data->MemberCount() == 1 &&
-                        string_at(*data, {"ca.crt"}) == options_.root_ca_pem && description != nullptr;
-    if (!intact) {
-      Document reset = json::copy(*bundle);
-      auto& allocator = reset.GetAllocator();
-      Value fresh_data(rapidjson::kObjectType);
-      json::set_string(fresh_data, "ca.crt", options_.root_ca_pem, allocator);
-      json::set(reset, "data", std::move(fresh_data), allocator);  // (binaryData is left as it is)
-      Value& annotations =
-          json::ensure_object(json::ensure_object(reset, "metadata", allocator), "annotations", allocator);
-      if (json::find(annotations, "kubernetes.io/description") == nullptr) {
-        json::set_string(annotations, "kubernetes.io/description", root_ca_description, allocator);
-      }
-      request.method = "PUT";
-      request.path = "/api/v1/namespaces/" + ns + "/configmaps/kube-root-ca.crt";
-      request.body = json::dump(reset);
-      route(request);
+  request.user_agent = component + "/v" + options_.version + ".0 (linux/amd64) kubernetes/0000000";
+  request.identity = Identity{true, "system:" + component, {"system:authenticated"}, true};
+  request.body = body;
+  return route(request);
+}
+
+void ApiServer::serve_crd(const Value& crd) {
+  catalog_.set_custom(string_at(crd, {"metadata", "name"}), types_of_crd(crd));
+}
+
+void ApiServer::stop_serving_crd(const std::string& crd_name) {
+  catalog_.remove_custom(crd_name);
+  crd_established_at_.erase(crd_name);
+}
+
+const ResourceType* ApiServer::type_of_key(const std::string& key) const {
+  auto first = key.find('/');
+  auto second = key.find('/', first + 1);
+  std::string_view group(key.data(), first);
+  std::string_view plural(key.data() + first + 1, second - first - 1);
+  for (const auto* type : catalog_.all()) {
+    if (type->group == group && type->plural == plural) {
+      return type;
     }
-  } else if (!options_.root_ca_pem.empty()) {
-    Document config_map(rapidjson::kObjectType);
-    auto& allocator = config_map.GetAllocator();
-    json::set_string(config_map, "apiVersion", "v1", allocator);
-    json::set_string(config_map, "kind", "ConfigMap", allocator);
-    Value& metadata = json::ensure_object(config_map, "metadata", allocator);
-    json::set_string(metadata, "name", "kube-root-ca.crt", allocator);
-    json::set_string(json::ensure_object(metadata, "annotations", allocator), "kubernetes.io/description",
-                     root_ca_description, allocator);
-    json::set_string(json::ensure_object(config_map, "data", allocator), "ca.crt", options_.root_ca_pem, allocator);
-    request.path = "/api/v1/namespaces/" + ns + "/configmaps";
-    request.body = json::dump(config_map);
-    route(request);
   }
+  return nullptr;
 }
 
 std::string ApiServer::now_rfc3339() const {
@@ -429,10 +403,52 @@ std::string ApiServer::allocate_cluster_ip() {
   }
 }
 
+void ApiServer::allocate_service_addresses(Value& service, Allocator& allocator, bool dry_run) {
+  Value& spec = json::ensure_object(service, "spec", allocator);
+  const std::string type = string_at(spec, {"type"});
+  if (type == "ExternalName") {
+    return;
+  }
+  std::string ip = string_at(spec, {"clusterIP"});
+  if (ip.empty()) {
+    const auto reserved = next_cluster_ip_;
+    ip = allocate_cluster_ip();
+    if (dry_run) {
+      next_cluster_ip_ = reserved;  // a dry run must not consume the address
+    }
+    json::set_string(spec, "clusterIP", ip, allocator);
+  }
+  if (json::find(spec, "clusterIPs") == nullptr) {
+    Value ips(rapidjson::kArrayType);
+    ips.PushBack(json::make_string(ip, allocator), allocator);
+    json::set(spec, "clusterIPs", std::move(ips), allocator);
+  }
+  if (json::find(spec, "ipFamilies") == nullptr) {
+    Value families(rapidjson::kArrayType);
+    families.PushBack(json::make_string("IPv4", allocator), allocator);
+    json::set(spec, "ipFamilies", std::move(families), allocator);
+  }
+  if (json::find(spec, "ipFamilyPolicy") == nullptr) {
+    json::set_string(spec, "ipFamilyPolicy", "SingleStack", allocator);
+  }
+  if (type == "NodePort" || type == "LoadBalancer") {
+    if (Value* ports = json::find(spec, "ports"); ports != nullptr && ports->IsArray()) {
+      for (auto& port : ports->GetArray()) {
+        if (json::find(port, "nodePort") == nullptr) {
+          json::set(port, "nodePort", Value(static_cast<int>(dry_run ? next_node_port_ : next_node_port_++)),
+                    allocator);
+        }
+      }
+    }
+  }
+}
+
 // ---- entry point ------------------------------------------------------------------
 
 Response ApiServer::handle(const Request& request) {
-  return route(request);
+  Response response = route(request);
+  controllers_.run(clock_());
+  return response;
 }
 
 Response ApiServer::route(const Request& request) {
@@ -481,7 +497,7 @@ Response ApiServer::route(const Request& request) {
   }
   bool core = segments[0] == "api";
   if (!core && segments[0] != "apis") {
-    return resource_not_found();
+    return page_not_found();
   }
   size_t prefix_length = core ? 2 : 3;
   if (segments.size() < prefix_length) {
@@ -491,8 +507,11 @@ Response ApiServer::route(const Request& request) {
   }
   std::string group = core ? "" : segments[1];
   std::string version = core ? segments[1] : segments[2];
-  if (core && version != "v1") {
-    return resource_not_found();
+  {
+    auto served = catalog_.versions_of(group);
+    if (std::find(served.begin(), served.end(), version) == served.end()) {
+      return page_not_found();
+    }
   }
   std::vector<std::string> rest(segments.begin() + static_cast<long>(prefix_length), segments.end());
   if (rest.empty()) {
@@ -537,11 +556,9 @@ Response ApiServer::route(const Request& request) {
   if (target.type->namespaced && target.namespace_name.empty() && !target.name.empty()) {
     return resource_not_found();
   }
-  if (target.subresource == "finalize" && target.type->plural == "namespaces") {
-    target.subresource = "status";  // close enough: both only touch server-managed fields here
-  }
   if (!target.subresource.empty() && !(target.subresource == "status" && target.type->has_status) &&
-      !(target.subresource == "scale" && target.type->has_scale)) {
+      !(target.subresource == "scale" && target.type->has_scale) &&
+      !(target.subresource == "finalize" && target.type->plural == "namespaces" && target.type->group.empty())) {
     return resource_not_found();
   }
   return serve_resource(request, target);
@@ -563,8 +580,7 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
   } else if (request.method == "DELETE") {
     verb = collection ? "deletecollection" : "delete";
   } else {
-    Response response =
-        failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+    Response response = method_not_allowed();
     response.verb = "unknown";
     return response;
   }
@@ -572,7 +588,7 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
     response.verb = verb;
     return response;
   };
-  if (is_write(verb) && !request.identity.may_write) {
+  if ((is_write(verb) && !request.identity.may_write) || !request.identity.may_read) {
     auto details = details_for(&type, target.name);
     std::string subject = type.qualified_plural() + (target.name.empty() ? "" : " \"" + target.name + "\"");
     std::string scope = type.namespaced && !target.namespace_name.empty()
@@ -585,7 +601,7 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
                            &details));
   }
   if (std::find(type.verbs.begin(), type.verbs.end(), verb) == type.verbs.end()) {
-    return respond(failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+    return respond(method_not_allowed());
   }
   if (type.namespaced && target.namespace_name.empty() && (verb == "create" || verb == "deletecollection")) {
     return respond(resource_not_found());
@@ -1000,7 +1016,7 @@ Response ApiServer::discovery(const Request& request, const std::vector<std::str
   std::string group = core ? "" : segments[1];
   auto group_versions = catalog_.versions_of(group);
   if (group_versions.empty()) {
-    return resource_not_found();
+    return page_not_found();
   }
   Document doc(rapidjson::kObjectType);
   auto& allocator = doc.GetAllocator();
@@ -1024,7 +1040,7 @@ Response ApiServer::discovery(const Request& request, const std::vector<std::str
   }
   std::string version = core ? segments[1] : segments[2];
   if (std::find(group_versions.begin(), group_versions.end(), version) == group_versions.end()) {
-    return resource_not_found();
+    return page_not_found();
   }
   json::set_string(doc, "kind", "APIResourceList", allocator);
   json::set_string(doc, "apiVersion", "v1", allocator);
@@ -1076,6 +1092,39 @@ const std::string& ApiServer::serialized(const ObjectPtr& object) {
   entry.object = object;
   entry.json = json::dump(*object);
   return entry.json;
+}
+
+namespace {
+
+// The object without its kind and apiVersion, written member by member (no copy).
+std::string without_type_meta(const Value& object) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  for (const auto& member : object.GetObject()) {
+    std::string_view name(member.name.GetString(), member.name.GetStringLength());
+    if (name == "kind" || name == "apiVersion") {
+      continue;
+    }
+    writer.Key(member.name.GetString(), member.name.GetStringLength());
+    member.value.Accept(writer);
+  }
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace
+
+const std::string& ApiServer::serialized_item(const ObjectPtr& object, const ResourceType& type) {
+  const std::string& full = serialized(object);
+  if (type.custom) {
+    return full;
+  }
+  auto& entry = serialized_[object.get()];
+  if (entry.item_json.empty()) {
+    entry.item_json = without_type_meta(*object);
+  }
+  return entry.item_json;
 }
 
 Response ApiServer::list_objects(const Request& request, const Target& target) {
@@ -1132,6 +1181,9 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     metadata +=
         ",\"continue\":\"" + base64(json::dump(token)) + "\",\"remainingItemCount\":" + std::to_string(remaining);
   }
+  if (remaining == 0 && type.custom) {
+    metadata += ",\"continue\":\"\"";  // custom resource lists always carry it
+  }
   metadata += "}";
   if (accepts(request.accept, "as=Table")) {
     Document table(rapidjson::kObjectType);
@@ -1184,7 +1236,7 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     if (i > 0) {
       body += ',';
     }
-    body += serialized(items[i]);
+    body += serialized_item(items[i], type);
   }
   body += "]}";
   return json_response(200, std::move(body));
@@ -1314,6 +1366,21 @@ std::string field_validation(const Request& request) {
   return mode.empty() ? "Warn" : mode;
 }
 
+// Who a write's managedFields entry names, and how its fields are told apart.
+ApplyRequest ownership_of(const ApiServer& api, const ResourceType& type, const std::string& manager,
+                          const std::string& subresource, bool force = false) {
+  ApplyRequest ownership;
+  ownership.manager = manager;
+  ownership.api_version = type.api_version();
+  ownership.time = api.now_rfc3339();
+  ownership.force = force;
+  ownership.skip_status = type.has_status && subresource.empty();
+  ownership.subresource = subresource;
+  ownership.rules.custom = type.custom;
+  ownership.zero_object = &zero_object(type);
+  return ownership;
+}
+
 // Checks apiVersion/kind of a body against the endpoint; empty when they match.
 std::optional<Response> check_type(const ResourceType& type, const Value& body) {
   auto api_version = string_at(body, {"apiVersion"});
@@ -1354,12 +1421,61 @@ std::optional<Response> handle_unknown_fields(const ResourceType& type, Value& o
     for (size_t i = 0; i < unknown.size(); ++i) {
       message += (i > 0 ? ", " : "") + std::string("unknown field \"") + unknown[i] + "\"";
     }
-    return bad_request(message);
+    return bad_request(decode_error_message(type, message));
   }
   for (const auto& field : unknown) {
     warnings.push_back("unknown field \"" + field + "\"");
   }
   return std::nullopt;
+}
+
+// What server-side apply refuses: fields the kind's schema does not declare, as paths
+// without the leading dot ("metadata.annotation", "spec.colour").
+std::vector<std::string> fields_not_in_schema(const ResourceType& type, const Value& object) {
+  Document copy = json::copy(object);
+  std::vector<std::string> unknown;
+  if (type.custom) {
+    if (type.schema) {
+      validate_and_prune(*type.schema, copy, unknown);
+    }
+  } else {
+    unknown = drop_unknown_builtin_fields(type, copy);
+  }
+  return unknown;
+}
+
+// 409 Conflict as kube-apiserver words it: causes only, no name or kind in the details;
+// several conflicts are grouped by manager (managers in order).
+Response apply_conflict(const std::vector<ApplyConflict>& conflicts) {
+  Document details(rapidjson::kObjectType);
+  Value causes(rapidjson::kArrayType);
+  for (const auto& item : conflicts) {
+    Value cause(rapidjson::kObjectType);
+    json::set_string(cause, "reason", "FieldManagerConflict", details.GetAllocator());
+    json::set_string(cause, "message", "conflict with " + item.manager, details.GetAllocator());
+    json::set_string(cause, "field", item.path, details.GetAllocator());
+    causes.PushBack(std::move(cause), details.GetAllocator());
+  }
+  json::set(details, "causes", std::move(causes), details.GetAllocator());
+  std::string message;
+  if (conflicts.size() == 1) {
+    message = "Apply failed with 1 conflict: conflict with " + conflicts[0].manager + ": " + conflicts[0].path;
+  } else {
+    std::map<std::string, std::vector<std::string>> by_manager;
+    for (const auto& item : conflicts) {
+      by_manager[item.manager].push_back(item.path);
+    }
+    message = "Apply failed with " + std::to_string(conflicts.size()) + " conflicts: ";
+    bool first = true;
+    for (const auto& [manager, paths] : by_manager) {
+      message += std::string(first ? "" : "\n") + "conflicts with " + manager + ":";
+      first = false;
+      for (const auto& path : paths) {
+        message += "\n- " + path;
+      }
+    }
+  }
+  return failure(409, "Conflict", message, &details);
 }
 
 void add_warnings(Response& response, const std::vector<std::string>& warnings) {
@@ -1398,15 +1514,17 @@ void ApiServer::remove_object(const std::string& key, const ObjectPtr& object) {
   auto version = store_.next_version();
   json::set_string(json::ensure_object(final_object, "metadata", final_object.GetAllocator()), "resourceVersion",
                    std::to_string(version), final_object.GetAllocator());
-  bool is_crd = key.starts_with("apiextensions.k8s.io/customresourcedefinitions/");
-  std::string crd_name = string_at(final_object, {"metadata", "name"});
+  const bool is_crd = key.starts_with("apiextensions.k8s.io/customresourcedefinitions/");
+  const std::string group = string_at(final_object, {"spec", "group"});
+  const std::string plural = string_at(final_object, {"spec", "names", "plural"});
   store_.erase(key, std::make_shared<const Document>(std::move(final_object)));
-  deletions_pending_ = true;
-  if (key.starts_with("/serviceaccounts/") || key.starts_with("/configmaps/")) {
-    namespace_defaults_removed_ = true;  // the controllers put theirs back (tick)
-  }
   if (is_crd) {
-    on_crd_deleted(crd_name);
+    // Normally the CRD's finalizer kept it until its custom resources were gone; one
+    // removed by hand takes them along all the same.
+    stop_serving_crd(key.substr(key.rfind('/') + 1));
+    for (const auto& [resource_key, resource] : store_.range(collection_prefix(group, plural))) {
+      remove_object(resource_key, resource);
+    }
   }
 }
 
@@ -1414,7 +1532,17 @@ Response ApiServer::create_object(const Request& request, const Target& target, 
   const ResourceType& type = *target.type;
   auto& allocator = body.GetAllocator();
   if (!target.subresource.empty()) {
-    return failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+    return method_not_allowed();
+  }
+  if (type.custom && !from_apply && !request.held && options_.crd_create_hold.count() > 0) {
+    // kube-apiserver sleeps in every create of a custom resource that comes right after
+    // its CRD was established (so that other API servers of an HA setup serve it too).
+    auto established = crd_established_at_.find(type.plural + "." + type.group);
+    if (established != crd_established_at_.end() && clock_() - established->second < options_.crd_create_hold_window) {
+      Response held;
+      held.hold = options_.crd_create_hold;
+      return held;
+    }
   }
   if (auto mismatch = check_type(type, body)) {
     return *mismatch;
@@ -1464,9 +1592,18 @@ Response ApiServer::create_object(const Request& request, const Target& target, 
   }
   std::vector<std::string> warnings;
   std::vector<FieldCause> causes;
-  if (auto rejected = handle_unknown_fields(type, body, field_validation(request), warnings, causes)) {
-    return *rejected;
+  if (!from_apply) {
+    if (auto rejected = handle_unknown_fields(type, body, field_validation(request), warnings, causes)) {
+      return *rejected;
+    }
+  } else if (type.custom && type.schema) {
+    std::vector<std::string> none;  // an apply with unknown fields was refused before
+    causes = validate_and_prune(*type.schema, body, none);
   }
+  if (auto undecodable = normalize_decoded(type, body, allocator)) {
+    return bad_request(decode_error_message(type, *undecodable));
+  }
+  apply_defaults(type, body, allocator);
   auto more = validate_object(type, body);
   causes.insert(causes.end(), more.begin(), more.end());
   if (!causes.empty()) {
@@ -1480,102 +1617,27 @@ Response ApiServer::create_object(const Request& request, const Target& target, 
     return failure(409, "AlreadyExists", type.qualified_plural() + " \"" + name + "\" already exists", &details);
   }
   // Server-populated fields.
-  Value& meta = json::ensure_object(body, "metadata", allocator);
-  strip_server_metadata(meta.IsObject() ? body : body);
+  strip_server_metadata(body);
   Value& fresh_meta = json::ensure_object(body, "metadata", allocator);
   json::set_string(fresh_meta, "uid", new_uid(), allocator);
   json::set_string(fresh_meta, "creationTimestamp", now_rfc3339(), allocator);
   if (tracks_generation(type)) {
     json::set(fresh_meta, "generation", Value(1), allocator);
   }
-  if (type.has_status && type.plural != "namespaces") {
-    body.RemoveMember("status");  // status is only written through the status subresource
-  }
-  if (type.group.empty() && type.plural == "namespaces") {
-    json::set_string(json::ensure_object(fresh_meta, "labels", allocator), "kubernetes.io/metadata.name", name,
-                     allocator);
-    Value finalizers(rapidjson::kArrayType);
-    finalizers.PushBack(json::make_string("kubernetes", allocator), allocator);
-    json::set(json::ensure_object(body, "spec", allocator), "finalizers", std::move(finalizers), allocator);
-    Value status(rapidjson::kObjectType);
-    json::set_string(status, "phase", "Active", allocator);
-    json::set(body, "status", std::move(status), allocator);
-  }
-  if (type.group.empty() && type.plural == "secrets") {
-    fold_string_data(body, allocator);
-    if (json::find(body, "type") == nullptr) {
-      json::set_string(body, "type", "Opaque", allocator);
-    }
-  }
-  if (type.group.empty() && type.plural == "services") {
-    Value& spec = json::ensure_object(body, "spec", allocator);
-    auto service_type = string_at(spec, {"type"});
-    if (service_type.empty()) {
-      json::set_string(spec, "type", "ClusterIP", allocator);
-      service_type = "ClusterIP";
-    }
-    if (service_type != "ExternalName") {
-      std::string ip = string_at(spec, {"clusterIP"});
-      if (ip.empty()) {
-        ip = request.query.count("dryRun") ? "10.96.0.0" : allocate_cluster_ip();
-        if (request.query.count("dryRun") == 0) {
-          json::set_string(spec, "clusterIP", ip, allocator);
-        } else {
-          ip = allocate_cluster_ip();
-          --next_cluster_ip_;  // a dry run must not consume the address
-          json::set_string(spec, "clusterIP", ip, allocator);
-        }
-      }
-      Value ips(rapidjson::kArrayType);
-      ips.PushBack(json::make_string(ip, allocator), allocator);
-      json::set(spec, "clusterIPs", std::move(ips), allocator);
-    }
-  }
-  if (type.group == "apiextensions.k8s.io") {
-    Value status(rapidjson::kObjectType);
-    Value conditions(rapidjson::kArrayType);
-    Value names_accepted(rapidjson::kObjectType);
-    json::set_string(names_accepted, "type", "NamesAccepted", allocator);
-    json::set_string(names_accepted, "status", "True", allocator);
-    json::set_string(names_accepted, "reason", "NoConflicts", allocator);
-    json::set_string(names_accepted, "message", "no conflicts found", allocator);
-    json::set_string(names_accepted, "lastTransitionTime", now_rfc3339(), allocator);
-    conditions.PushBack(std::move(names_accepted), allocator);
-    Value established(rapidjson::kObjectType);
-    json::set_string(established, "type", "Established", allocator);
-    json::set_string(established, "status", "False", allocator);
-    json::set_string(established, "reason", "Installing", allocator);
-    json::set_string(established, "message", "the initial names have been accepted", allocator);
-    json::set_string(established, "lastTransitionTime", now_rfc3339(), allocator);
-    conditions.PushBack(std::move(established), allocator);
-    json::set(status, "conditions", std::move(conditions), allocator);
-    if (const Value* names = json::find_path(body, {"spec", "names"}); names != nullptr) {
-      json::set(status, "acceptedNames", Value(*names, allocator), allocator);
-    }
-    json::set(body, "status", std::move(status), allocator);
-  }
   if (!from_apply) {
-    ApplyRequest ownership{manager_of(request), type.api_version(), now_rfc3339(), false, type.has_status, ""};
-    record_update(nullptr, body, ownership, allocator);
+    record_update(nullptr, body, ownership_of(*this, type, manager_of(request), ""), allocator);
+  }
+  prepare_for_create(type, body, allocator);
+  if (type.group.empty() && type.plural == "services") {
+    allocate_service_addresses(body, allocator, query(request, "dryRun") == "All");
   }
   bool dry_run = query(request, "dryRun") == "All";
   Response response;
   if (dry_run) {
     response = json_response(201, json::dump(body));
   } else {
-    bool is_crd = type.group == "apiextensions.k8s.io";
-    bool is_namespace = type.group.empty() && type.plural == "namespaces";
     store_object(key, std::move(body), "ADDED");
-    auto stored = store_.get(key);
-    if (is_crd) {
-      on_crd_stored(*stored);
-    }
-    if (is_namespace && options_.namespace_controllers_delay.count() == 0) {
-      run_namespace_controllers(name);
-    } else if (is_namespace) {
-      pending_namespace_controllers_[name] = clock_() + options_.namespace_controllers_delay;
-    }
-    response = json_response(201, json::dump(*stored));
+    response = json_response(201, json::dump(*store_.get(key)));
   }
   add_warnings(response, warnings);
   return response;
@@ -1611,6 +1673,18 @@ Response ApiServer::update_object(const Request& request, const Target& target, 
 Response ApiServer::commit_update(const Request& request, const Target& target, const ObjectPtr& old, Document updated,
                                   const std::string& manager, bool record_manager) {
   const ResourceType& type = *target.type;
+  if (target.subresource == "finalize") {
+    // A namespace's finalize subresource changes spec.finalizers and nothing else.
+    Document result = json::copy(*old);
+    auto& result_allocator = result.GetAllocator();
+    Value& spec = json::ensure_object(result, "spec", result_allocator);
+    if (const Value* finalizers = json::find_path(updated, {"spec", "finalizers"}); finalizers != nullptr) {
+      json::set(spec, "finalizers", Value(*finalizers, result_allocator), result_allocator);
+    } else {
+      spec.RemoveMember("finalizers");
+    }
+    updated = std::move(result);
+  }
   bool status_only = target.subresource == "status";
   if (status_only) {
     // The status subresource changes .status and nothing else.
@@ -1621,9 +1695,15 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
     } else {
       result.RemoveMember("status");
     }
-    if (const Value* managed = json::find_path(updated, {"metadata", "managedFields"}); managed != nullptr) {
-      json::set(json::ensure_object(result, "metadata", result_allocator), "managedFields",
-                Value(*managed, result_allocator), result_allocator);
+    if (type.group == "apps" && !type.custom) {
+      // The workloads' status strategies keep what a status write does to annotations
+      // (the Deployment controller sets deployment.kubernetes.io/revision that way).
+      Value& result_metadata = json::ensure_object(result, "metadata", result_allocator);
+      if (const Value* annotations = json::find_path(updated, {"metadata", "annotations"}); annotations != nullptr) {
+        json::set(result_metadata, "annotations", Value(*annotations, result_allocator), result_allocator);
+      } else {
+        result_metadata.RemoveMember("annotations");
+      }
     }
     updated = std::move(result);
   }
@@ -1654,28 +1734,31 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
     }
   }
   json::set(metadata, "resourceVersion", Value(*json::find(old_metadata, "resourceVersion"), allocator), allocator);
-  if (type.group.empty() && type.plural == "secrets") {
-    fold_string_data(updated, allocator);
-  }
-  if (type.group.empty() && type.plural == "services") {
-    // An update that omits the allocated clusterIP keeps it, as kube-apiserver does.
-    Value& spec = json::ensure_object(updated, "spec", allocator);
-    if (string_at(spec, {"clusterIP"}).empty()) {
-      if (const Value* ip = json::find_path(*old, {"spec", "clusterIP"}); ip != nullptr) {
-        json::set(spec, "clusterIP", Value(*ip, allocator), allocator);
-      }
-      if (const Value* ips = json::find_path(*old, {"spec", "clusterIPs"}); ips != nullptr) {
-        json::set(spec, "clusterIPs", Value(*ips, allocator), allocator);
-      }
-    }
-    if (string_at(spec, {"type"}).empty()) {
-      json::set_string(spec, "type", "ClusterIP", allocator);
-    }
-  }
   std::vector<std::string> warnings;
   std::vector<FieldCause> causes;
-  if (auto rejected = handle_unknown_fields(type, updated, field_validation(request), warnings, causes)) {
-    return *rejected;
+  if (record_manager) {
+    if (auto rejected = handle_unknown_fields(type, updated, field_validation(request), warnings, causes)) {
+      return *rejected;
+    }
+  } else if (type.custom && type.schema) {
+    std::vector<std::string> none;  // an apply with unknown fields was refused before
+    causes = validate_and_prune(*type.schema, updated, none);
+  }
+  if (auto undecodable = normalize_decoded(type, updated, allocator)) {
+    return bad_request(decode_error_message(type, *undecodable));
+  }
+  apply_defaults(type, updated, allocator);
+  if (type.group.empty() && type.plural == "services") {
+    // An update that omits what the Service's creation allocated keeps it.
+    Value& spec = json::ensure_object(updated, "spec", allocator);
+    for (const char* field : {"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"}) {
+      const Value* given = json::find(spec, field);
+      if (given == nullptr || (given->IsString() && given->GetStringLength() == 0)) {
+        if (const Value* allocated = json::find_path(*old, {"spec", field}); allocated != nullptr) {
+          json::set(spec, field, Value(*allocated, allocator), allocator);
+        }
+      }
+    }
   }
   auto immutable = validate_immutable(type, *old, updated);
   causes.insert(causes.end(), immutable.begin(), immutable.end());
@@ -1690,13 +1773,7 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
     json::set(json::ensure_object(updated, "metadata", allocator), "generation", Value(next), allocator);
   }
   if (record_manager) {
-    ApplyRequest ownership{manager,
-                           type.api_version(),
-                           now_rfc3339(),
-                           false,
-                           type.has_status && !status_only,
-                           status_only ? "status" : ""};
-    record_update(old.get(), updated, ownership, allocator);
+    record_update(old.get(), updated, ownership_of(*this, type, manager, status_only ? "status" : ""), allocator);
   }
   bool dry_run = query(request, "dryRun") == "All";
   // No-op writes keep the resourceVersion (ignoring managedFields timestamps).
@@ -1720,7 +1797,9 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
   bool finalized = json::find_path(updated, {"metadata", "deletionTimestamp"}) != nullptr &&
                    (finalizers == nullptr || !finalizers->IsArray() || finalizers->Empty());
   if (type.plural == "namespaces" && type.group.empty()) {
-    finalized = false;  // namespaces are finished by termination in tick()
+    // A namespace also waits for its spec.finalizers (the namespace controller's "kubernetes").
+    const Value* spec_finalizers = json::find_path(updated, {"spec", "finalizers"});
+    finalized = finalized && (spec_finalizers == nullptr || !spec_finalizers->IsArray() || spec_finalizers->Empty());
   }
   Response response;
   if (dry_run) {
@@ -1730,17 +1809,8 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
     remove_object(key, final_object);
     response = json_response(200, json::dump(*final_object));
   } else {
-    bool is_crd = type.group == "apiextensions.k8s.io";
-    if (type.group.empty() && type.plural == "configmaps" && target.name == "kube-root-ca.crt" &&
-        manager != "kube-controller-manager") {
-      namespace_defaults_removed_ = true;  // the publisher looks at it on the next tick
-    }
     store_object(key, std::move(updated), "MODIFIED");
-    auto stored = store_.get(key);
-    if (is_crd) {
-      on_crd_stored(*stored);
-    }
-    response = json_response(200, json::dump(*stored));
+    response = json_response(200, json::dump(*store_.get(key)));
   }
   add_warnings(response, warnings);
   return response;
@@ -1754,14 +1824,10 @@ Response ApiServer::patch_object(const Request& request, const Target& target) {
   if (!apply) {
     if (content_type != "application/merge-patch+json" && content_type != "application/json-patch+json" &&
         content_type != "application/strategic-merge-patch+json") {
-      return failure(415, "UnsupportedMediaType",
-                     "the body of the request was in an unknown format - accepted media types include: "
-                     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
+      return unsupported_media_type();
     }
     if (content_type == "application/strategic-merge-patch+json" && type.custom) {
-      return failure(415, "UnsupportedMediaType",
-                     "the body of the request was in an unknown format - accepted media types include: "
-                     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
+      return unsupported_media_type();
     }
     if (!old) {
       return not_found(type, target.name);
@@ -1846,52 +1912,37 @@ Response ApiServer::patch_object(const Request& request, const Target& target) {
       }
     }
   }
-  // Unknown fields are dropped before ownership is computed, so nobody owns them.
-  std::vector<std::string> warnings;
-  std::vector<FieldCause> ignored_causes;
-  if (auto rejected = handle_unknown_fields(type, *applied, field_validation(request), warnings, ignored_causes)) {
-    return *rejected;
+  // Server-side apply checks the configuration against the schema before anything
+  // else, and fails with an internal error (500, no reason) whatever fieldValidation
+  // says (kubernetes/kubernetes#122480; recordings 26 and 66).
+  if (auto unknown = fields_not_in_schema(type, *applied); !unknown.empty()) {
+    std::string message = "failed to create typed patch object (" + string_at(*applied, {"metadata", "namespace"}) +
+                          "/" + target.name + "; " + type.group + "/" + type.version + ", Kind=" + type.kind + "): ";
+    if (unknown.size() == 1) {
+      message += "." + unknown.front() + ": field not declared in schema";
+    } else {
+      message += "errors:";
+      for (const auto& path : unknown) {
+        message += "\n  ." + path + ": field not declared in schema";
+      }
+    }
+    return failure(500, "", message);
   }
+  std::vector<std::string> warnings;
   bool status_only = target.subresource == "status";
-  ApplyRequest apply_request{manager,
-                             type.api_version(),
-                             now_rfc3339(),
-                             query(request, "force") == "true",
-                             type.has_status && !status_only,
-                             status_only ? "status" : ""};
   Document live;
   if (old) {
     live.CopyFrom(*old, live.GetAllocator());
   }
-  auto outcome = server_side_apply(live, *applied, apply_request, live.GetAllocator());
+  auto outcome = server_side_apply(
+      live, *applied,
+      ownership_of(*this, type, manager, status_only ? "status" : "", query(request, "force") == "true"),
+      live.GetAllocator());
   if (!outcome) {
-    return failure(500, "InternalError", outcome.error().message);
+    return failure(500, "", outcome.error().message);
   }
   if (!outcome->empty()) {
-    const auto& conflicts = *outcome;
-    auto details = details_for(&type, target.name);
-    Value causes(rapidjson::kArrayType);
-    for (const auto& item : conflicts) {
-      Value cause(rapidjson::kObjectType);
-      json::set_string(cause, "reason", "FieldManagerConflict", details.GetAllocator());
-      json::set_string(cause, "message", "conflict with \"" + item.manager + "\" using " + item.api_version,
-                       details.GetAllocator());
-      json::set_string(cause, "field", item.path, details.GetAllocator());
-      causes.PushBack(std::move(cause), details.GetAllocator());
-    }
-    json::set(details, "causes", std::move(causes), details.GetAllocator());
-    std::string message;
-    if (conflicts.size() == 1) {
-      message = "Apply failed with 1 conflict: conflict with \"" + conflicts[0].manager + "\" using " +
-                conflicts[0].api_version + ": " + conflicts[0].path;
-    } else {
-      message = "Apply failed with " + std::to_string(conflicts.size()) + " conflicts: ";
-      for (size_t i = 0; i < conflicts.size(); ++i) {
-        message += std::string(i > 0 ? "\n" : "") + "conflict with \"" + conflicts[i].manager + "\" using " +
-                   conflicts[i].api_version + ": " + conflicts[i].path;
-      }
-    }
-    return failure(409, "Conflict", message, &details);
+    return apply_conflict(*outcome);
   }
   Response response;
   if (!old) {
@@ -1984,69 +2035,120 @@ Response ApiServer::scale_subresource(const Request& request, const Target& targ
 
 // ---- deletion -------------------------------------------------------------------------------
 
-ObjectPtr ApiServer::delete_now(const ResourceType& type, const std::string& key, const ObjectPtr& object,
-                                const std::string& propagation, bool dry_run) {
-  if (json::find_path(*object, {"metadata", "deletionTimestamp"}) != nullptr) {
-    return object;  // already being deleted
+namespace {
+
+// Kinds whose registry answers an immediate DELETE with the deleted object instead of a
+// Success Status (ReturnDeletedObject; recording 73's notes: Services).
+bool returns_deleted_object(const ResourceType& type) {
+  return !type.custom && type.group.empty() && (type.plural == "services" || type.plural == "pods");
+}
+
+// {"kind":"Status",...,"status":"Success","details":{name, group, kind: <plural>, uid}} (recording 70).
+std::string success_status_body(const ResourceType& type, const Value& object) {
+  Document doc(rapidjson::kObjectType);
+  auto& allocator = doc.GetAllocator();
+  json::set_string(doc, "kind", "Status", allocator);
+  json::set_string(doc, "apiVersion", "v1", allocator);
+  json::set(doc, "metadata", Value(rapidjson::kObjectType), allocator);
+  json::set_string(doc, "status", "Success", allocator);
+  Value details(rapidjson::kObjectType);
+  json::set_string(details, "name", string_at(object, {"metadata", "name"}), allocator);
+  if (!type.group.empty()) {
+    json::set_string(details, "group", type.group, allocator);
+  }
+  json::set_string(details, "kind", type.plural, allocator);
+  json::set_string(details, "uid", string_at(object, {"metadata", "uid"}), allocator);
+  json::set(doc, "details", std::move(details), allocator);
+  return json::dump(doc);
+}
+
+bool has_finalizer(const Value& object, std::string_view finalizer) {
+  const Value* finalizers = json::find_path(object, {"metadata", "finalizers"});
+  return finalizers != nullptr && finalizers->IsArray() &&
+         std::any_of(finalizers->Begin(), finalizers->End(), [&](const Value& value) {
+           return value.IsString() && std::string_view(value.GetString(), value.GetStringLength()) == finalizer;
+         });
+}
+
+}  // namespace
+
+ApiServer::Deletion ApiServer::delete_now(const ResourceType& type, const std::string& key, const ObjectPtr& object,
+                                          const std::string& propagation, bool dry_run) {
+  const bool is_namespace = type.group.empty() && type.plural == "namespaces" && !type.custom;
+  const bool is_crd = type.group == "apiextensions.k8s.io" && type.plural == "customresourcedefinitions";
+  const bool being_deleted = json::find_path(*object, {"metadata", "deletionTimestamp"}) != nullptr;
+  // The garbage collector's finalizers: a Job deleted without a policy orphans its Pods
+  // (batch/v1's default), Orphan and Foreground say so themselves.
+  std::string policy = propagation;
+  if (policy.empty() && type.group == "batch" && type.plural == "jobs" && !type.custom) {
+    policy = "Orphan";
+  }
+  std::vector<std::string> added;
+  if (!is_namespace && policy == "Foreground" && !has_finalizer(*object, "foregroundDeletion")) {
+    added.emplace_back("foregroundDeletion");
+  }
+  if (!is_namespace && policy == "Orphan" && !has_finalizer(*object, "orphan")) {
+    added.emplace_back("orphan");
+  }
+  if (is_crd && !has_finalizer(*object, "customresourcecleanup.apiextensions.k8s.io")) {
+    // The CRD registry keeps a CRD until its custom resources are gone (recording 68).
+    added.emplace_back("customresourcecleanup.apiextensions.k8s.io");
+  }
+  if (being_deleted && added.empty()) {
+    return {object, false};
   }
   Document marked = json::copy(*object);
   auto& allocator = marked.GetAllocator();
   Value& metadata = json::ensure_object(marked, "metadata", allocator);
-  bool is_namespace = type.group.empty() && type.plural == "namespaces";
-  if (propagation == "Foreground" && !is_namespace) {
-    Value& finalizers =
-        metadata.HasMember("finalizers")
-            ? metadata["finalizers"]
-            : (json::set(metadata, "finalizers", Value(rapidjson::kArrayType), allocator), metadata["finalizers"]);
-    finalizers.PushBack(json::make_string("foregroundDeletion", allocator), allocator);
-  }
-  if (propagation == "Orphan" && !dry_run) {
-    // Dependents lose their reference to the owner instead of being collected.
-    std::string uid = string_at(*object, {"metadata", "uid"});
-    std::vector<std::pair<std::string, Document>> orphans;
-    for (const auto& [other_key, other] : store_.all()) {
-      const Value* references = json::find_path(*other, {"metadata", "ownerReferences"});
-      if (references == nullptr || !references->IsArray()) {
-        continue;
-      }
-      bool owned = std::any_of(references->Begin(), references->End(),
-                               [&](const Value& reference) { return string_at(reference, {"uid"}) == uid; });
-      if (owned) {
-        Document copy = json::copy(*other);
-        Value& list = copy["metadata"]["ownerReferences"];
-        for (auto it = list.Begin(); it != list.End();) {
-          it = string_at(*it, {"uid"}) == uid ? list.Erase(it) : it + 1;
-        }
-        if (list.Empty()) {
-          copy["metadata"].RemoveMember("ownerReferences");
-        }
-        orphans.emplace_back(other_key, std::move(copy));
-      }
+  if (!added.empty()) {
+    if (json::find(metadata, "finalizers") == nullptr || !json::find(metadata, "finalizers")->IsArray()) {
+      json::set(metadata, "finalizers", Value(rapidjson::kArrayType), allocator);
     }
-    for (auto& [other_key, copy] : orphans) {
-      store_object(other_key, std::move(copy), "MODIFIED");
+    Value& finalizers = *json::find(metadata, "finalizers");
+    for (const auto& finalizer : added) {
+      finalizers.PushBack(json::make_string(finalizer, allocator), allocator);
     }
   }
   const Value* finalizers = json::find(metadata, "finalizers");
-  bool has_finalizers = finalizers != nullptr && finalizers->IsArray() && !finalizers->Empty();
-  if (is_namespace || has_finalizers) {
+  const bool has_finalizers = finalizers != nullptr && finalizers->IsArray() && !finalizers->Empty();
+  if (!is_namespace && !has_finalizers) {
+    if (!dry_run) {
+      remove_object(key, object);
+    }
+    return {object, true};
+  }
+  if (!being_deleted) {
     json::set_string(metadata, "deletionTimestamp", now_rfc3339(), allocator);
-    json::set(metadata, "deletionGracePeriodSeconds", Value(0), allocator);
     if (is_namespace) {
       json::set_string(json::ensure_object(marked, "status", allocator), "phase", "Terminating", allocator);
+    } else if (is_crd) {
+      Value& status = json::ensure_object(marked, "status", allocator);
+      if (json::find(status, "conditions") == nullptr || !json::find(status, "conditions")->IsArray()) {
+        json::set(status, "conditions", Value(rapidjson::kArrayType), allocator);
+      }
+      Value terminating(rapidjson::kObjectType);
+      json::set_string(terminating, "type", "Terminating", allocator);
+      json::set_string(terminating, "status", "True", allocator);
+      json::set_string(terminating, "lastTransitionTime", now_rfc3339(), allocator);
+      json::set_string(terminating, "reason", "InstanceDeletionPending", allocator);
+      json::set_string(terminating, "message",
+                       "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+                       allocator);
+      json::find(status, "conditions")->PushBack(std::move(terminating), allocator);
+    } else {
+      json::set(metadata, "deletionGracePeriodSeconds", Value(0), allocator);
+      // Graceful deletion is a change of the object: generation moves on (recordings 72, 73).
+      if (const Value* generation = json::find(metadata, "generation");
+          generation != nullptr && generation->IsInt64() && generation->GetInt64() > 0) {
+        json::set(metadata, "generation", Value(generation->GetInt64() + 1), allocator);
+      }
     }
-    if (dry_run) {
-      return std::make_shared<const Document>(std::move(marked));
-    }
-    store_object(key, std::move(marked), "MODIFIED");
-    deletions_pending_ = true;
-    return store_.get(key);
   }
   if (dry_run) {
-    return object;
+    return {std::make_shared<const Document>(std::move(marked)), false};
   }
-  remove_object(key, object);
-  return object;
+  store_object(key, std::move(marked), "MODIFIED");
+  return {store_.get(key), false};
 }
 
 Response ApiServer::delete_object(const Request& request, const Target& target) {
@@ -2096,8 +2198,26 @@ Response ApiServer::delete_object(const Request& request, const Target& target) 
     return bad_request("propagationPolicy: Unsupported value: \"" + propagation +
                        "\": supported values: \"Foreground\", \"Background\", \"Orphan\"");
   }
+  const bool is_namespace = type.group.empty() && type.plural == "namespaces" && !type.custom;
+  if (is_namespace && json::find_path(*old, {"metadata", "deletionTimestamp"}) != nullptr) {
+    // The namespace registry refuses to delete a terminating namespace again.
+    auto details = details_for(&type, target.name);
+    return failure(409, "Conflict",
+                   "Operation cannot be fulfilled on namespaces \"" + target.name +
+                       "\": The system is ensuring all content is removed from this namespace.  Upon completion, "
+                       "this namespace will automatically be purged by the system.",
+                   &details);
+  }
   auto result = delete_now(type, target.key(), old, propagation, query(request, "dryRun") == "All");
-  return json_response(200, json::dump(*result));
+  Response response =
+      json_response(200, result.deleted_now && !returns_deleted_object(type) ? success_status_body(type, *result.object)
+                                                                             : json::dump(*result.object));
+  if (propagation.empty() && type.group == "batch" && type.plural == "jobs" && !type.custom) {
+    add_warnings(response, {"child pods are preserved by default when jobs are deleted; set "
+                            "propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress "
+                            "this warning"});
+  }
+  return response;
 }
 
 Response ApiServer::delete_collection(const Request& request, const Target& target) {
@@ -2121,7 +2241,8 @@ Response ApiServer::delete_collection(const Request& request, const Target& targ
       continue;
     }
     auto result = delete_now(type, key, object, propagation, dry_run);
-    items += (items.empty() ? "" : ",") + json::dump(*result);
+    items +=
+        (items.empty() ? "" : ",") + (type.custom ? json::dump(*result.object) : without_type_meta(*result.object));
   }
   return json_response(200, "{\"kind\":\"" + type.kind + "List\",\"apiVersion\":\"" + type.api_version() +
                                 "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(store_.current_version()) +
@@ -2179,56 +2300,22 @@ std::vector<ResourceType> ApiServer::types_of_crd(const Value& crd) const {
   return types;
 }
 
-void ApiServer::on_crd_stored(const Value& crd) {
-  std::string name = string_at(crd, {"metadata", "name"});
-  if (json::find_path(crd, {"metadata", "deletionTimestamp"}) != nullptr) {
-    return;
-  }
-  bool established = false;
-  if (const Value* conditions = json::find_path(crd, {"status", "conditions"});
-      conditions != nullptr && conditions->IsArray()) {
-    for (const auto& condition : conditions->GetArray()) {
-      established = established ||
-                    (string_at(condition, {"type"}) == "Established" && string_at(condition, {"status"}) == "True");
-    }
-  }
-  if (established && catalog_.has_custom(name) && options_.crd_update_delay.count() > 0) {
-    // A spec update is served once the delay has passed (the latest spec by then).
-    pending_crd_updates_.emplace(name, clock_() + options_.crd_update_delay);
-  } else if (established) {
-    catalog_.set_custom(name, types_of_crd(crd));  // a spec update (new version, schema) takes effect at once
-  } else {
-    pending_crds_[name] = clock_() + options_.crd_establish_delay;
-  }
-}
-
-void ApiServer::on_crd_deleted(const std::string& crd_name) {
-  pending_crds_.erase(crd_name);
-  pending_crd_updates_.erase(crd_name);
-  std::vector<ResourceType> types;
-  for (const auto* type : catalog_.all()) {
-    if (type->custom && type->plural + "." + type->group == crd_name) {
-      types.push_back(*type);
-    }
-  }
-  catalog_.remove_custom(crd_name);
-  // The custom resources go with their definition.
-  std::vector<std::pair<std::string, ObjectPtr>> doomed;
-  if (!types.empty()) {
-    for (const auto& item : store_.range(collection_prefix(types.front().group, types.front().plural))) {
-      doomed.push_back(item);
-    }
-  }
-  for (const auto& [key, object] : doomed) {
-    remove_object(key, object);
-  }
-}
-
 void ApiServer::reload_custom_resources() {
   for (const auto& [key, object] :
        store_.range(collection_prefix("apiextensions.k8s.io", "customresourcedefinitions"))) {
-    on_crd_stored(*object);
+    const Value* conditions = json::find_path(*object, {"status", "conditions"});
+    bool established = false;
+    if (conditions != nullptr && conditions->IsArray()) {
+      for (const auto& condition : conditions->GetArray()) {
+        established = established ||
+                      (string_at(condition, {"type"}) == "Established" && string_at(condition, {"status"}) == "True");
+      }
+    }
+    if (established) {
+      serve_crd(*object);
+    }
   }
+  controllers_.resync();
 }
 
 // ---- time-driven work ---------------------------------------------------------------------
@@ -2245,192 +2332,7 @@ void ApiServer::tick() {
       revision_at_last_compaction_ = store_.current_version();
     }
   }
-  for (auto it = pending_crd_updates_.begin(); it != pending_crd_updates_.end();) {
-    if (it->second > now) {
-      ++it;
-      continue;
-    }
-    auto crd = store_.get(object_key("apiextensions.k8s.io", "customresourcedefinitions", "", it->first));
-    if (crd) {
-      catalog_.set_custom(it->first, types_of_crd(*crd));
-    }
-    it = pending_crd_updates_.erase(it);
-  }
-  std::vector<std::string> ready;
-  for (const auto& [name, when] : pending_crds_) {
-    if (when <= now) {
-      ready.push_back(name);
-    }
-  }
-  for (const auto& name : ready) {
-    pending_crds_.erase(name);
-    std::string key = object_key("apiextensions.k8s.io", "customresourcedefinitions", "", name);
-    auto crd = store_.get(key);
-    if (!crd) {
-      continue;
-    }
-    Document updated = json::copy(*crd);
-    auto& allocator = updated.GetAllocator();
-    if (Value* conditions = find_mutable(updated, {"status", "conditions"});
-        conditions != nullptr && conditions->IsArray()) {
-      for (auto& condition : conditions->GetArray()) {
-        if (string_at(condition, {"type"}) == "Established") {
-          json::set_string(condition, "status", "True", allocator);
-          json::set_string(condition, "reason", "InitialNamesAccepted", allocator);
-          json::set_string(condition, "message", "the initial names have been accepted", allocator);
-          json::set_string(condition, "lastTransitionTime", now_rfc3339(), allocator);
-        }
-      }
-    }
-    Value stored_versions(rapidjson::kArrayType);
-    if (const Value* versions = json::find_path(updated, {"spec", "versions"});
-        versions != nullptr && versions->IsArray()) {
-      for (const auto& version : versions->GetArray()) {
-        if (bool_at(version, {"storage"})) {
-          stored_versions.PushBack(json::make_string(string_at(version, {"name"}), allocator), allocator);
-        }
-      }
-    }
-    json::set(json::ensure_object(updated, "status", allocator), "storedVersions", std::move(stored_versions),
-              allocator);
-    catalog_.set_custom(name, types_of_crd(updated));
-    store_object(key, std::move(updated), "MODIFIED");
-  }
-
-  for (auto it = pending_namespace_controllers_.begin(); it != pending_namespace_controllers_.end();) {
-    if (it->second > now) {
-      ++it;
-      continue;
-    }
-    std::string ns = it->first;
-    it = pending_namespace_controllers_.erase(it);
-    run_namespace_controllers(ns);
-  }
-  if (namespace_defaults_removed_) {
-    namespace_defaults_removed_ = false;
-    std::vector<std::string> active;
-    for (const auto& [key, object] : store_.range(collection_prefix("", "namespaces"))) {
-      active.push_back(string_at(*object, {"metadata", "name"}));
-    }
-    for (const auto& ns : active) {
-      if (pending_namespace_controllers_.count(ns) == 0) {  // (those still in their delay wait for it)
-        run_namespace_controllers(ns);
-      }
-    }
-  }
-  if (!deletions_pending_) {
-    return;
-  }
-  deletions_pending_ = false;
-  std::map<std::string, std::string> uid_to_key;
-  for (const auto& [key, object] : store_.all()) {
-    uid_to_key[string_at(*object, {"metadata", "uid"})] = key;
-  }
-  auto type_of_key = [&](const std::string& key) -> const ResourceType* {
-    auto first = key.find('/');
-    auto second = key.find('/', first + 1);
-    std::string group = key.substr(0, first);
-    std::string plural = key.substr(first + 1, second - first - 1);
-    for (const auto* type : catalog_.all()) {
-      if (type->group == group && type->plural == plural) {
-        return type;
-      }
-    }
-    return nullptr;
-  };
-  // Namespace termination: delete the contents, then the namespace once empty.
-  for (const auto& [key, object] : store_.range(collection_prefix("", "namespaces"))) {
-    if (json::find_path(*object, {"metadata", "deletionTimestamp"}) == nullptr) {
-      continue;
-    }
-    std::string name = string_at(*object, {"metadata", "name"});
-    auto since = parse_rfc3339(string_at(*object, {"metadata", "deletionTimestamp"}));
-    if (now - since < options_.namespace_termination_delay) {
-      deletions_pending_ = true;
-      continue;
-    }
-    std::vector<std::pair<std::string, ObjectPtr>> contents;
-    for (const auto& [other_key, other] : store_.all()) {
-      auto first = other_key.find('/');
-      auto second = other_key.find('/', first + 1);
-      auto third = other_key.find('/', second + 1);
-      if (other_key.compare(second + 1, third - second - 1, name) == 0 && third - second - 1 == name.size()) {
-        contents.emplace_back(other_key, other);
-      }
-    }
-    for (const auto& [other_key, other] : contents) {
-      if (const ResourceType* type = type_of_key(other_key); type != nullptr && type->namespaced) {
-        delete_now(*type, other_key, other, "Background", false);
-      }
-    }
-    bool empty = true;
-    for (const auto& [other_key, other] : contents) {
-      empty = empty && !store_.get(other_key);
-    }
-    if (empty) {
-      remove_object(key, store_.get(key));
-    } else {
-      deletions_pending_ = true;
-    }
-  }
-  // Garbage collection: dependents whose owners are all gone; foreground owners.
-  std::vector<std::pair<std::string, ObjectPtr>> snapshot(store_.all().begin(), store_.all().end());
-  for (const auto& [key, object] : snapshot) {
-    const Value* references = json::find_path(*object, {"metadata", "ownerReferences"});
-    if (references != nullptr && references->IsArray() && !references->Empty() &&
-        json::find_path(*object, {"metadata", "deletionTimestamp"}) == nullptr) {
-      bool orphaned = std::all_of(references->Begin(), references->End(), [&](const Value& reference) {
-        auto it = uid_to_key.find(string_at(reference, {"uid"}));
-        return it == uid_to_key.end() || !store_.get(it->second);
-      });
-      if (orphaned) {
-        if (const ResourceType* type = type_of_key(key); type != nullptr) {
-          delete_now(*type, key, object, "Background", false);
-          deletions_pending_ = true;
-        }
-      }
-    }
-  }
-  for (const auto& [key, object] : snapshot) {
-    const Value* finalizers = json::find_path(*object, {"metadata", "finalizers"});
-    if (finalizers == nullptr || !finalizers->IsArray() ||
-        json::find_path(*object, {"metadata", "deletionTimestamp"}) == nullptr) {
-      continue;
-    }
-    bool foreground = std::any_of(finalizers->Begin(), finalizers->End(), [](const Value& value) {
-      return value.IsString() && std::string_view(value.GetString()) == "foregroundDeletion";
-    });
-    if (!foreground || !store_.get(key)) {
-      continue;
-    }
-    std::string uid = string_at(*object, {"metadata", "uid"});
-    bool has_dependents = false;
-    for (const auto& [other_key, other] : store_.all()) {
-      const Value* references = json::find_path(*other, {"metadata", "ownerReferences"});
-      if (references != nullptr && references->IsArray() &&
-          std::any_of(references->Begin(), references->End(),
-                      [&](const Value& reference) { return string_at(reference, {"uid"}) == uid; })) {
-        has_dependents = true;
-        if (const ResourceType* type = type_of_key(other_key); type != nullptr) {
-          delete_now(*type, other_key, other, "Foreground", false);
-        }
-      }
-    }
-    if (has_dependents) {
-      deletions_pending_ = true;
-      continue;
-    }
-    Document updated = json::copy(*store_.get(key));
-    Value& list = updated["metadata"]["finalizers"];
-    for (auto it = list.Begin(); it != list.End();) {
-      it = it->IsString() && std::string_view(it->GetString()) == "foregroundDeletion" ? list.Erase(it) : it + 1;
-    }
-    if (list.Empty()) {
-      remove_object(key, std::make_shared<const Document>(std::move(updated)));
-    } else {
-      store_object(key, std::move(updated), "MODIFIED");
-    }
-  }
+  controllers_.run(now);
 }
 
 }  // namespace kstate::emulator
