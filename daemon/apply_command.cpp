@@ -47,6 +47,27 @@ void write_report(std::ostream& out, const cli::CommonOptions& common, const sta
   }
 }
 
+// --vars-from files in order, then --var; nullopt (the errors written) when a file
+// cannot be read or holds a bad entry.
+std::optional<manifests::VariableMap> command_line_variables(const cli::CommonOptions& common, std::ostream& err,
+                                                             const char* name) {
+  manifests::VariableMap variables;
+  bool ok = true;
+  for (const auto& file : common.vars_from) {
+    for (const auto& error : manifests::load_variables_file(file, variables)) {
+      err << name << ": --vars-from: " << error.to_string() << "\n";
+      ok = false;
+    }
+  }
+  for (const auto& assignment : common.vars) {
+    if (auto problem = manifests::add_assignment(assignment, variables)) {
+      err << name << ": --var: " << *problem << "\n";
+      ok = false;
+    }
+  }
+  return ok ? std::optional<manifests::VariableMap>(std::move(variables)) : std::nullopt;
+}
+
 }  // namespace
 
 int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std::ostream& err, bool test_mode,
@@ -69,12 +90,21 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - command_started).count();
   };
 
+  // A vars file that cannot be read stops the run before anything is sent: every state
+  // using its variables would fail.
+  manifests::LoadOptions load_options;
+  if (auto variables = command_line_variables(common, err, name); variables) {
+    load_options.variables = std::move(*variables);
+  } else {
+    return cli::exit_failed;
+  }
+
   // The manifests start loading on the other CPUs while this thread connects to the API
   // server and reads the ApplySet parent (neither needs the other), then it helps.
   tune_heap_for_short_run();
   const int other_cpus = static_cast<int>(std::thread::hardware_concurrency()) - 1;
   const std::function<void()> reserve_heap = [] { reserve_thread_heap(std::size_t{16} << 20, std::size_t{4} << 20); };
-  manifests::BackgroundLoad loading(invocation.paths, {}, std::max(other_cpus, 1), reserve_heap);
+  manifests::BackgroundLoad loading(invocation.paths, load_options, std::max(other_cpus, 1), reserve_heap);
   // With LISTs started ahead (begin_cycle), this thread runs the io_context a moment
   // between the files it loads and while it waits for the other threads: those LISTs
   // are sent and answered during the load instead of after it.

@@ -18,6 +18,7 @@
 #include "daemon/states_reconciler.hpp"
 #include "kstate/build_info.hpp"
 #include "manifests/object_validation.hpp"
+#include "manifests/variables.hpp"
 
 namespace kstate::cli {
 namespace {
@@ -77,6 +78,22 @@ void add_applyset_flags(CLI::App& app, CommonOptions& common) {
       ->check(check_with(&manifests::check_dns1123_label));
 }
 
+// apply / test: the variables of ${NAME} references (the daemon's config `vars` and
+// `vars-from`, with the daemon's flag names).
+void add_variable_flags(CLI::App& app, CommonOptions& common) {
+  app.add_option("--var", common.vars,
+                 "Variable for ${NAME} in the manifests, NAME=VALUE (repeatable; wins over --vars-from)")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](std::string& assignment) {
+            manifests::VariableMap ignored;
+            return manifests::add_assignment(assignment, ignored).value_or("");
+          },
+          "NAME=VALUE"));
+  app.add_option("--vars-from", common.vars_from, "YAML file of NAME: value variables (repeatable; a later file wins)")
+      ->allow_extra_args(false);
+}
+
 }  // namespace
 
 int print_version(const Invocation& /*invocation*/, std::ostream& out, std::ostream& /*err*/) {
@@ -107,11 +124,13 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
   apply->add_option("paths", invocation.paths, "Manifest files or directories");
   add_common_flags(*apply, invocation.common);
   add_applyset_flags(*apply, invocation.common);
+  add_variable_flags(*apply, invocation.common);
 
   auto* test = app.add_subcommand("test", "Same as apply, but every write is dryRun=All; prints diffs");
   test->add_option("paths", invocation.paths, "Manifest files or directories");
   add_common_flags(*test, invocation.common);
   add_applyset_flags(*test, invocation.common);
+  add_variable_flags(*test, invocation.common);
 
   auto* daemon = app.add_subcommand("daemon", "Long-running reconciler of a watched directory");
   daemon->add_option("--config", invocation.config_file, "Config file (default /etc/kstate/config.yaml)");

@@ -42,6 +42,10 @@ struct CommonOptions {
   // --request-timeout: one request, its whole answer included.
   kstate::daemon::Duration connect_timeout = std::chrono::seconds(10);
   kstate::daemon::Duration request_timeout = std::chrono::seconds(30);
+  // apply / test: values of ${NAME} in the manifests. --vars-from files are read in
+  // order (a later one wins), then --var NAME=VALUE (winning over the files).
+  std::vector<std::string> vars;
+  std::vector<std::string> vars_from;
 };
 
 struct Invocation {

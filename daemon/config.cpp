@@ -151,6 +151,22 @@ Status set_listen_address(DaemonConfig& config, const std::string& value) {
   return ok_status();
 }
 
+// `vars` entries, one "NAME=VALUE" at a time (the file's NAME: value, or --var).
+Status add_variable(DaemonConfig& config, const std::string& assignment) {
+  if (auto problem = manifests::add_assignment(assignment, config.vars)) {
+    return bad_value(std::move(*problem));
+  }
+  return ok_status();
+}
+
+Status add_variables_file(DaemonConfig& config, const std::string& path) {
+  if (path.empty()) {
+    return bad_value("expected a file path");
+  }
+  config.vars_from.push_back(path);
+  return ok_status();
+}
+
 struct KeyEntry {
   ConfigKey key;
   Setter setter;
@@ -160,7 +176,11 @@ const std::vector<KeyEntry>& key_table() {
   static const std::vector<KeyEntry> table = [] {
     std::vector<KeyEntry> t;
     auto add = [&t](std::string_view path, std::string_view description, Setter setter, bool is_bool = false) {
-      t.push_back({ConfigKey{path, description, is_bool}, std::move(setter)});
+      t.push_back({ConfigKey{path, description, is_bool, ConfigKey::Shape::value, {}}, std::move(setter)});
+    };
+    auto add_collection = [&t](std::string_view path, std::string_view flag_name, ConfigKey::Shape shape,
+                               std::string_view description, Setter setter) {
+      t.push_back({ConfigKey{path, description, false, shape, flag_name}, std::move(setter)});
     };
     add("manifests-dir", "Directory of manifests to watch and reconcile",
         string_setter(&DaemonConfig::manifests_dir, false));
@@ -224,6 +244,13 @@ const std::vector<KeyEntry>& key_table() {
     add("log.format", "Log format: text or json (one object per line)", set_log_format);
     add("check-manifest-permissions", "Refuse manifests writable by group or others",
         bool_setter([](DaemonConfig& c) -> bool& { return c.check_manifest_permissions; }), true);
+    add_collection("vars", "var", ConfigKey::Shape::mapping,
+                   "Variables for ${NAME} in manifests (NAME: value; flag: NAME=VALUE, repeatable); win over vars-from",
+                   add_variable);
+    add_collection(
+        "vars-from", "vars-from", ConfigKey::Shape::list,
+        "YAML files of NAME: value variables, a later one winning (repeatable); read at every full reconcile",
+        add_variables_file);
     return t;
   }();
   return table;
@@ -256,6 +283,30 @@ Error located(std::string_view where, std::string_view key, const Error& cause) 
   return Error(ErrorKind::invalid_input, std::string(where) + ": " + std::string(key) + ": " + cause.message);
 }
 
+// A mapping or list key: its setter is given each entry ("NAME=VALUE" or the item).
+Status parse_collection(const KeyEntry& entry, const YAML::Node& value, const std::string& path,
+                        std::string_view source, DaemonConfig& config) {
+  if (value.IsNull()) {
+    return ok_status();
+  }
+  const bool mapping = entry.key.shape == ConfigKey::Shape::mapping;
+  if (mapping ? !value.IsMap() : !value.IsSequence()) {
+    return Error(ErrorKind::invalid_input, location(source, value) + ": " + path + ": expected a " +
+                                               (mapping ? "mapping of NAME: value" : "list"));
+  }
+  for (const auto& item : value) {
+    const YAML::Node& single = mapping ? item.second : item;
+    if (!single.IsScalar()) {
+      return Error(ErrorKind::invalid_input, location(source, single) + ": " + path + ": expected a single value");
+    }
+    const std::string text = mapping ? item.first.Scalar() + "=" + single.Scalar() : single.Scalar();
+    if (auto status = entry.setter(config, text); !status) {
+      return located(location(source, mapping ? item.first : single), path, status.error());
+    }
+  }
+  return ok_status();
+}
+
 Status parse_map(const YAML::Node& map, const std::string& prefix, std::string_view source, DaemonConfig& config) {
   for (const auto& item : map) {
     const std::string name = item.first.Scalar();
@@ -277,6 +328,12 @@ Status parse_map(const YAML::Node& map, const std::string& prefix, std::string_v
     if (entry == nullptr) {
       return Error(ErrorKind::invalid_input, location(source, item.first) + ": " + path + ": unknown key");
     }
+    if (entry->key.shape != ConfigKey::Shape::value) {
+      if (auto status = parse_collection(*entry, value, path, source, config); !status) {
+        return status;
+      }
+      continue;
+    }
     if (!value.IsScalar() && !value.IsNull()) {
       return Error(ErrorKind::invalid_input, location(source, value) + ": " + path + ": expected a single value");
     }
@@ -291,7 +348,7 @@ Status parse_map(const YAML::Node& map, const std::string& prefix, std::string_v
 }  // namespace
 
 std::string ConfigKey::flag() const {
-  std::string out = "--" + std::string(path);
+  std::string out = "--" + std::string(flag_name.empty() ? path : flag_name);
   std::replace(out.begin(), out.end(), '.', '-');
   return out;
 }

@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "daemon/duration.hpp"
+#include "manifests/variables.hpp"
 
 namespace kstate::daemon {
 
@@ -68,6 +69,11 @@ struct DaemonConfig {
   LogFormat log_format = LogFormat::text;
   // Refuse manifests that are writable by other users (they would let them act as kstate).
   bool check_manifest_permissions = true;
+  // Values of ${NAME} in manifests (manifests/variables.hpp): `vars` wins over the
+  // `vars-from` files, and a later file over an earlier one. The files are read at
+  // every full reconcile (start, resync, SIGHUP).
+  manifests::VariableMap vars;
+  std::vector<std::string> vars_from;
 };
 
 inline constexpr std::string_view default_config_path = "/etc/kstate/config.yaml";
@@ -75,10 +81,16 @@ inline constexpr std::string_view default_config_path = "/etc/kstate/config.yaml
 // One configuration key: its dotted path in the file ("leader-election.lease-duration")
 // and its flag ("--leader-election-lease-duration").
 struct ConfigKey {
+  // What the key holds in the file. A mapping (`vars`: NAME: value) or a list
+  // (`vars-from`) is given to its setter one entry at a time ("NAME=VALUE", or the
+  // item), and so is each use of its flag, which may be repeated.
+  enum class Shape { value, mapping, list };
   std::string_view path;
   std::string_view description;
   bool is_bool = false;
-  std::string flag() const;  // "--" + path with dots replaced by dashes
+  Shape shape = Shape::value;
+  std::string_view flag_name;  // when the flag is not named after the path ("var" for `vars`)
+  std::string flag() const;    // "--" + flag_name, or + path with dots replaced by dashes
 };
 
 // Every key the daemon understands, in documentation order.

@@ -13,7 +13,18 @@ void add_config_flags(CLI::App& app, std::vector<ConfigOverride>& overrides) {
     if (app.get_option_no_throw(flag) != nullptr) {
       continue;
     }
-    if (key.is_bool) {
+    if (key.shape != ConfigKey::Shape::value) {
+      // Repeatable: each use adds one entry (`--var A=1 --var B=2`).
+      app.add_option_function<std::vector<std::string>>(
+             flag,
+             [&overrides, path](const std::vector<std::string>& values) {
+               for (const auto& value : values) {
+                 overrides.push_back({path, value});
+               }
+             },
+             std::string(key.description))
+          ->allow_extra_args(false);
+    } else if (key.is_bool) {
       // `--prune`, `--prune=false` and `--no-prune` all work; the value is checked later.
       app.add_option_function<std::string>(
              flag,

@@ -46,19 +46,8 @@ std::string content_hash(const std::string& path) {
 // (1,000 objects: 66 MB allocated at the cycle's peak instead of 2 MB).
 manifests::State copy_state(const manifests::State& state, json::Document object) {
   manifests::State copy;
-  copy.id = state.id;
-  copy.function = state.function;
+  static_cast<manifests::StateSettings&>(copy) = state;
   copy.object = std::move(object);
-  copy.strategy = state.strategy;
-  copy.strategy_given = state.strategy_given;
-  copy.recreate = state.recreate;
-  copy.propagation = state.propagation;
-  copy.wait = state.wait;
-  copy.require = state.require;
-  copy.prune_disabled = state.prune_disabled;
-  copy.source = state.source;
-  copy.parent_id = state.parent_id;
-  copy.from_state_document = state.from_state_document;
   return copy;
 }
 
@@ -410,6 +399,7 @@ bool StatesReconciler::refresh_file(const std::string& path, Listed listed) {
   manifests::LoadOptions options;
   options.check_references = false;
   options.quotable_paths = {config_.manifests_dir};
+  options.variables = variables_;
   // Taken before the loader reads: a write during or after its read has a later ctime,
   // so the fingerprints below (taken after it) are not trusted (see file_fingerprint.hpp).
   const auto read_at = now_();
@@ -467,9 +457,28 @@ bool StatesReconciler::content_unchanged(LoadedFile& entry, Listed listed) {
   return true;
 }
 
+void StatesReconciler::refresh_variables() {
+  manifests::VariableMap variables;
+  variable_errors_.clear();
+  for (const auto& file : config_.vars_from) {
+    for (const auto& error : manifests::load_variables_file(file, variables)) {
+      spdlog::error("{}", error.to_string());
+      variable_errors_.push_back(error.to_string());
+    }
+  }
+  for (const auto& [name, value] : config_.vars) {
+    variables[name] = value;
+  }
+  if (variables != variables_) {
+    variables_ = std::move(variables);
+    files_.clear();  // their objects were substituted with other values
+  }
+}
+
 boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
   folder_verdicts_.clear();
   files_read_.clear();
+  refresh_variables();
   std::vector<manifests::LoadError> list_errors;
   const std::string dir = normalized(config_.manifests_dir);
   {
@@ -627,6 +636,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   std::vector<manifests::State> states;
   std::set<std::string> failed_files;
   std::vector<std::string> load_errors = list_errors_;
+  load_errors.insert(load_errors.end(), variable_errors_.begin(), variable_errors_.end());
   // A file event's cycle: the states it does not run get their identity only, unless
   // another state may duplicate them (second pass).
   const auto runs = [&only_files](const manifests::State& state) {
@@ -676,7 +686,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   options.engine.record_diffs = false;  // summarize() counts changes; no diff is shown
   options.prune = config_.prune;
   options.allow_empty_prune = config_.allow_empty_prune;
-  options.load_failed = !failed_files.empty() || !manifests_listed_;
+  options.load_failed = !failed_files.empty() || !manifests_listed_ || !variable_errors_.empty();
   options.manifests_empty = files_.empty();
   options.kstate_version = std::string(build_info::version);
   // Only the changed files' states run; every state still counts as declared for prune.

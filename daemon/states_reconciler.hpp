@@ -93,6 +93,9 @@ class StatesReconciler : public Reconciler {
   // walk's for the listed file), and a read only of those whose stat cannot prove it
   // (updating their fingerprints).
   bool content_unchanged(LoadedFile& entry, Listed listed);
+  // Reads the variables again (config `vars`, `vars-from` files); when they changed,
+  // every file is loaded again at its next refresh.
+  void refresh_variables();
   // Connects when not connected yet; false (with `error`) when the client cannot be built.
   Status connect();
   // Runs the states of `only_files` (all when nullopt) with prune per config.
@@ -118,6 +121,10 @@ class StatesReconciler : public Reconciler {
   // What the last cycle that pruned kept for a cause of its own (ReconcileOptions::kept_before).
   std::set<states::ObjectKey> kept_for_cause_;
   std::vector<std::string> list_errors_;  // why the folder could not be listed (missing, unreadable)
+  // The variables the cached files were loaded with, and why a vars-from file could not
+  // be read (a failed cycle: prune is held back while there are any).
+  manifests::VariableMap variables_;
+  std::vector<std::string> variable_errors_;
   std::map<std::string, LoadedFile> files_;
   Clock now_;
   std::set<std::string> files_read_;  // manifest files read since the current cycle started

@@ -22,6 +22,7 @@
 
 #include "core/encoding.hpp"
 #include "manifests/object_validation.hpp"
+#include "manifests/variables.hpp"
 
 namespace kstate::manifests {
 
@@ -159,6 +160,19 @@ std::string trim(std::string_view text) {
   }
   std::size_t end = text.find_last_not_of(" \t\r\n");
   return std::string(text.substr(begin, end - begin + 1));
+}
+
+// Line `line` (1-based) of `text`, without its line break; empty when there is none.
+std::string_view line_of(std::string_view text, int line) {
+  std::size_t begin = 0;
+  for (int current = 1; current < line; ++current) {
+    begin = text.find('\n', begin);
+    if (begin == std::string_view::npos) {
+      return {};
+    }
+    ++begin;
+  }
+  return line < 1 ? std::string_view() : text.substr(begin, text.find('\n', begin) - begin);
 }
 
 // ---------------------------------------------------------------------------------
@@ -431,7 +445,14 @@ class Loader {
       return std::pair(a.position.line, a.position.column) < std::pair(b.position.line, b.position.column);
     });
     for (auto& yaml_error : stream.errors) {
-      error(path, yaml_error.position, {}, yaml_error.message);
+      std::string message = std::move(yaml_error.message);
+      if (line_of(text, yaml_error.position.line).find("${") != std::string_view::npos) {
+        // `{a: ${A}}`: braces are YAML's flow syntax, which variables do not escape.
+        message +=
+            " (a ${...} reference inside a flow collection, {...} or [...], must be quoted or written in "
+            "block style)";
+      }
+      error(path, yaml_error.position, {}, std::move(message));
     }
     for (auto& document : stream.documents) {
       load_document(document, path, stack, include);
@@ -510,32 +531,60 @@ class Loader {
       return;
     }
     State state;
-    state.id = object_key(object);
     state.source = {path, at.position().line, at.position().column};
-    std::vector<ObjectProblem> problems = validate_object(object, at);
+    // The state's own copy (the document's root is moved, not copied), which variables
+    // are substituted into before anything reads it.
+    state.object = owner != nullptr ? std::move(*owner) : json::copy(object);
+    if (!substitute(state.object, at, path)) {
+      return;
+    }
+    state.id = object_key(state.object);
+    std::vector<ObjectProblem> problems = validate_object(state.object, at);
     if (!problems.empty()) {
       for (auto& problem : problems) {
         error(path, problem.position, state.id, problem.message);
       }
       return;
     }
-    bool ok = apply_annotations(object, at, path, state, include == nullptr);
+    bool ok = apply_annotations(state.object, at, path, state, include == nullptr);
     if (include != nullptr) {
       apply_arguments(include->arguments, state);
     }
     if (!ok) {
       return;
     }
-    if (owner != nullptr) {
-      state.object = std::move(*owner);
-    } else {
-      state.object = json::copy(object);
-    }
     if (include != nullptr) {
       include->objects->push_back(std::move(state));
     } else {
       result_.states.push_back(std::move(state));
     }
+  }
+
+  // Substitutes variables into `object` (variables.hpp) unless its annotation
+  // kstate.io/substitute says disabled. False, with one error per problem, when a
+  // reference cannot be substituted: the state is left out.
+  bool substitute(json::Document& object, const YamlLocator& at, const std::string& path, const std::string& id = {}) {
+    if (const json::Value* annotations = json::find_path(object, {"metadata", "annotations"});
+        annotations != nullptr && annotations->IsObject()) {
+      if (auto value = json::get_string(*annotations, substitute_annotation)) {
+        const std::string setting = trim(*value);
+        if (setting == "disabled") {
+          return true;
+        }
+        if (setting != "enabled") {
+          error(path, at.child("metadata").child("annotations").child(substitute_annotation).position(),
+                id.empty() ? object_key(object) : id,
+                "annotation " + std::string(substitute_annotation) + ": unknown value \"" + setting +
+                    "\", expected disabled or enabled" + did_you_mean(setting, {"disabled", "enabled"}));
+          return false;
+        }
+      }
+    }
+    std::vector<VariableError> problems = substitute_variables(object, object.GetAllocator(), at, options_.variables);
+    for (auto& problem : problems) {
+      error(path, problem.position, id.empty() ? object_key(object) : id, std::move(problem.message));
+    }
+    return problems.empty();
   }
 
   static void apply_arguments(const Arguments& arguments, State& state) {
@@ -941,22 +990,22 @@ class Loader {
 
   void add_declared_object(const json::Value& object, const YamlLocator& at, const std::string& path,
                            const std::string& id, const SourcePosition& declared, const Arguments& arguments) {
-    std::vector<ObjectProblem> problems = validate_object(object, at);
-    for (auto& problem : problems) {
-      error(path, problem.position, id, "manifest: " + problem.message);
-    }
-    if (!problems.empty()) {
-      return;
-    }
     State state;
     state.id = id;
     state.source = declared;
     state.from_state_document = true;
-    if (!apply_annotations(object, at, path, state, false)) {
+    state.object = json::copy(object);
+    if (!substitute(state.object, at, path, id)) {
+      return;
+    }
+    std::vector<ObjectProblem> problems = validate_object(state.object, at);
+    for (auto& problem : problems) {
+      error(path, problem.position, id, "manifest: " + problem.message);
+    }
+    if (!problems.empty() || !apply_annotations(state.object, at, path, state, false)) {
       return;
     }
     apply_arguments(arguments, state);
-    state.object = json::copy(object);
     result_.states.push_back(std::move(state));
   }
 
@@ -970,15 +1019,29 @@ class Loader {
         return;
       }
     }
+    // The fields name an object: variables are substituted into them as text.
+    std::map<std::string_view, std::string> values;
+    bool substituted = true;
+    for (auto [name, argument] : fields) {
+      SubstitutedText text = substitute_text(view(*argument->value), options_.variables);
+      for (const auto& problem : text.problems) {
+        error(path, argument->at.position(), id, std::string(name) + ": " + problem.message());
+        substituted = false;
+      }
+      values[name] = std::move(text.text);
+    }
+    if (!substituted) {
+      return;
+    }
     json::Document object;
     object.SetObject();
     auto& allocator = object.GetAllocator();
-    json::set_string(object, "apiVersion", view(*fields.at("apiVersion")->value), allocator);
-    json::set_string(object, "kind", view(*fields.at("kind")->value), allocator);
+    json::set_string(object, "apiVersion", values.at("apiVersion"), allocator);
+    json::set_string(object, "kind", values.at("kind"), allocator);
     json::Value& metadata = json::ensure_object(object, "metadata", allocator);
-    json::set_string(metadata, "name", view(*fields.at("name")->value), allocator);
-    if (auto found = fields.find("namespace"); found != fields.end()) {
-      json::set_string(metadata, "namespace", view(*found->second->value), allocator);
+    json::set_string(metadata, "name", values.at("name"), allocator);
+    if (auto found = values.find("namespace"); found != values.end()) {
+      json::set_string(metadata, "namespace", found->second, allocator);
     }
     // Problems are reported at the argument that holds the bad value.
     for (auto& problem : validate_object(object, YamlLocator())) {

@@ -77,6 +77,7 @@
 #include <vector>
 
 #include "manifests/state.hpp"
+#include "manifests/variables.hpp"
 #include "manifests/yaml_to_json.hpp"
 
 namespace kstate::manifests {
@@ -115,6 +116,9 @@ struct LoadOptions {
   // "its content is not shown: the file is outside the manifests folder". Empty:
   // load_paths uses the paths it is given; load_file and load_text quote everything.
   std::vector<std::string> quotable_paths;
+  // Values of ${NAME} references in objects (variables.hpp). Substitution always runs:
+  // a reference to a variable not here and without a default is an error.
+  VariableMap variables;
 };
 
 struct LoadResult {

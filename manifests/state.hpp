@@ -35,10 +35,12 @@ struct Wait {
   double timeout_seconds = 0;
 };
 
-struct State {
+// Everything a state holds but its object. A copy of a state with another object
+// (the daemon's cycles parse each object back from its cache) copies this whole, so
+// that a field added here cannot be left out of it.
+struct StateSettings {
   std::string id;
   Function function = Function::object_present;
-  json::Document object;  // the manifest (absent: apiVersion/kind/metadata.name/namespace only)
   Strategy strategy = Strategy::apply;
   // True when the state or an annotation chose the strategy: object_updated patches with
   // a merge patch unless `strategy: apply` was given.
@@ -58,6 +60,10 @@ struct State {
   // True when the ID was written by a person in a state document (not derived from the
   // object); such a state wins over an identical plain-object duplicate.
   bool from_state_document = false;
+};
+
+struct State : StateSettings {
+  json::Document object;  // the manifest (absent: apiVersion/kind/metadata.name/namespace only)
 };
 
 }  // namespace kstate::manifests

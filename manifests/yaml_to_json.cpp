@@ -44,6 +44,7 @@ constexpr int kKeyIsText = -2;
 struct YamlNode {
   NodeKind kind = NodeKind::null;
   TagKind tag_kind = TagKind::plain;
+  ScalarStyle style = ScalarStyle::plain;  // scalars only
   TextPosition position;
   std::uint32_t value_offset = 0;  // scalar text in YamlNodeArena::text
   std::uint32_t value_length = 0;
@@ -242,6 +243,20 @@ class TreeBuilder {
   static TextPosition to_position(const yaml_mark_t& mark) {
     return {static_cast<int>(mark.line) + 1, static_cast<int>(mark.column) + 1};
   }
+  static ScalarStyle style_of(yaml_scalar_style_t style) {
+    switch (style) {
+      case YAML_SINGLE_QUOTED_SCALAR_STYLE:
+        return ScalarStyle::single_quoted;
+      case YAML_DOUBLE_QUOTED_SCALAR_STYLE:
+        return ScalarStyle::double_quoted;
+      case YAML_LITERAL_SCALAR_STYLE:
+        return ScalarStyle::literal;
+      case YAML_FOLDED_SCALAR_STYLE:
+        return ScalarStyle::folded;
+      default:
+        return ScalarStyle::plain;
+    }
+  }
   std::vector<YamlNode>& nodes() { return current_.arena->nodes; }
 
   void report_syntax_error(const yaml_parser_t& parser) {
@@ -298,6 +313,7 @@ class TreeBuilder {
           node.tag_kind =
               scalar.tag == nullptr && scalar.style == YAML_PLAIN_SCALAR_STYLE ? TagKind::plain : TagKind::non_plain;
         }
+        node.style = style_of(scalar.style);
         remember_anchor(scalar.anchor, index);
         return true;
       }
@@ -820,6 +836,67 @@ std::string format_float_key(double value) {
   return out;
 }
 
+// "`.nan` is NaN, which JSON cannot represent ..." for a float JSON cannot hold.
+std::string unrepresentable_message(const std::string& written, double value) {
+  std::string shown = std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf");
+  return "`" + written + "` is " + shown + ", which JSON cannot represent (kubectl: json: unsupported value: " + shown +
+         "); quote it to keep a string";
+}
+
+// Writes a resolved scalar to a RapidJSON handler as kubectl's JSON holds it; false
+// (nothing written) for NaN and infinities, which JSON has no number for.
+template <typename Handler>
+bool write_scalar(Handler& out, const Scalar& scalar) {
+  switch (scalar.type) {
+    case Scalar::Type::string:
+      out.String(scalar.text.data(), static_cast<rapidjson::SizeType>(scalar.text.size()), true);
+      return true;
+    case Scalar::Type::null_value:
+      out.Null();
+      return true;
+    case Scalar::Type::boolean:
+      out.Bool(scalar.boolean);
+      return true;
+    case Scalar::Type::int64:
+      out.Int64(scalar.int64);
+      return true;
+    case Scalar::Type::uint64:
+      out.Uint64(scalar.uint64);
+      return true;
+    case Scalar::Type::float64:
+      break;
+  }
+  const double value = scalar.float64;
+  if (std::isnan(value) || std::isinf(value)) {
+    return false;
+  }
+  // Go's encoding/json prints integral floats without a fraction (1e3 -> 1000).
+  if (value == std::floor(value)) {
+    if (value >= -9.2e18 && value <= 9.2e18) {
+      out.Int64(static_cast<std::int64_t>(value));
+      return true;
+    }
+    if (value > 0 && value < 1.8e19) {
+      out.Uint64(static_cast<std::uint64_t>(value));
+      return true;
+    }
+  }
+  out.Double(value);
+  return true;
+}
+
+// A RapidJSON handler that sets one value (write_scalar into a json::Value).
+struct ValueSetter {
+  json::Value& out;
+  json::Allocator& allocator;
+  void String(const char* text, rapidjson::SizeType length, bool /*copy*/) { out.SetString(text, length, allocator); }
+  void Null() { out.SetNull(); }
+  void Bool(bool value) { out.SetBool(value); }
+  void Int64(std::int64_t value) { out.SetInt64(value); }
+  void Uint64(std::uint64_t value) { out.SetUint64(value); }
+  void Double(double value) { out.SetDouble(value); }
+};
+
 // Emits a document's JSON as RapidJSON SAX events into a json::Document (through
 // Document::Populate), so that each object and array is allocated once at its final
 // size and no intermediate tree of values is built. Mappings with merge keys, where
@@ -943,47 +1020,9 @@ class Converter {
 
   void emit_scalar(const YamlNode& node) {
     Scalar scalar = resolve_scalar(node);
-    switch (scalar.type) {
-      case Scalar::Type::string:
-        out_->String(scalar.text.data(), static_cast<rapidjson::SizeType>(scalar.text.size()), true);
-        return;
-      case Scalar::Type::null_value:
-        out_->Null();
-        return;
-      case Scalar::Type::boolean:
-        out_->Bool(scalar.boolean);
-        return;
-      case Scalar::Type::int64:
-        out_->Int64(scalar.int64);
-        return;
-      case Scalar::Type::uint64:
-        out_->Uint64(scalar.uint64);
-        return;
-      case Scalar::Type::float64:
-        emit_float(node, scalar.float64);
-        return;
+    if (!write_scalar(*out_, scalar)) {
+      throw ConversionError(node.position, unrepresentable_message(value_text(node), scalar.float64));
     }
-  }
-
-  void emit_float(const YamlNode& node, double value) {
-    if (std::isnan(value) || std::isinf(value)) {
-      std::string shown = std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf");
-      throw ConversionError(node.position, "`" + value_text(node) + "` is " + shown +
-                                               ", which JSON cannot represent (kubectl: json: unsupported value: " +
-                                               shown + "); quote it to keep a string");
-    }
-    // Go's encoding/json prints integral floats without a fraction (1e3 -> 1000).
-    if (value == std::floor(value)) {
-      if (value >= -9.2e18 && value <= 9.2e18) {
-        out_->Int64(static_cast<std::int64_t>(value));
-        return;
-      }
-      if (value > 0 && value < 1.8e19) {
-        out_->Uint64(static_cast<std::uint64_t>(value));
-        return;
-      }
-    }
-    out_->Double(value);
   }
 
   // Text the converter made (decoded !!binary, keys written as numbers), kept while it
@@ -1317,6 +1356,30 @@ YamlLocator YamlLocator::item(std::size_t index) const {
     child = arena_->at(child).next_sibling;
   }
   return YamlLocator(arena_, child, arena_->at(child).position);
+}
+
+std::optional<ScalarSource> YamlLocator::scalar() const {
+  if (!arena_ || node_ < 0) {
+    return std::nullopt;
+  }
+  const YamlNode* node = &arena_->at(node_);
+  if (node->kind == NodeKind::alias && node->alias_target >= 0) {
+    node = &arena_->at(node->alias_target);
+  }
+  if (node->kind != NodeKind::scalar) {
+    return std::nullopt;
+  }
+  return ScalarSource{arena_->value(*node), node->style, node->tag_kind == TagKind::explicit_tag};
+}
+
+bool plain_scalar_value(std::string_view text, json::Value& out, json::Allocator& allocator, std::string& error) {
+  const Scalar scalar = resolve_plain(text);
+  ValueSetter setter{out, allocator};
+  if (!write_scalar(setter, scalar)) {
+    error = unrepresentable_message(std::string(text), scalar.float64);
+    return false;
+  }
+  return true;
 }
 
 YamlStream parse_yaml_documents(std::string_view text, const YamlLimits& limits) {

@@ -31,7 +31,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +67,17 @@ struct TextPosition {
 
 struct YamlNodeArena;  // the parsed YAML tree, kept to answer "where was this value?"
 
+// How a scalar was written (libyaml's styles).
+enum class ScalarStyle : std::uint8_t { plain, single_quoted, double_quoted, literal, folded };
+
+// A scalar as written: its text (quoted ones decoded, block ones with their line
+// breaks), its style, and whether it carries a tag (`!!str 12`).
+struct ScalarSource {
+  std::string_view text;
+  ScalarStyle style = ScalarStyle::plain;
+  bool tagged = false;
+};
+
 // Points at a node of a parsed document to find the position of a value for error
 // messages. Looking up a child that does not exist keeps the parent's position, so an
 // error about a missing field points at the mapping that lacks it.
@@ -80,6 +93,9 @@ class YamlLocator {
   TextPosition key_position(std::string_view key) const;
   YamlLocator child(std::string_view key) const;
   YamlLocator item(std::size_t index) const;
+  // The scalar this points at (an alias is followed); nullopt for a collection, a null
+  // node or a value the locator cannot find (one brought in by a merge key `<<`).
+  std::optional<ScalarSource> scalar() const;
 
  private:
   std::shared_ptr<const YamlNodeArena> arena_;
@@ -107,5 +123,11 @@ struct YamlStream {
 };
 
 YamlStream parse_yaml_documents(std::string_view text, const YamlLimits& limits = {});
+
+// The JSON value kubectl reads for `text` written as an untagged plain scalar: `3` is
+// 3, `true` true, `~` null, `web` "web" (the rules above). False, with `error`, for a
+// value JSON cannot hold (.nan, .inf). Variables substituted into a plain scalar are
+// typed with it (manifests/variables.hpp).
+bool plain_scalar_value(std::string_view text, json::Value& out, json::Allocator& allocator, std::string& error);
 
 }  // namespace kstate::manifests

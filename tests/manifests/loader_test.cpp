@@ -919,4 +919,136 @@ TEST_CASE("load_paths gives the same states, errors and files whatever the numbe
   CHECK(std::count(one.files.begin(), one.files.end(), (dir.path() / "z-shared.yaml").string()) == 1);
 }
 
+TEST_CASE("Variables: substituted in objects, List items, state documents, sources and object_absent's names",
+          "[loader][variables]") {
+  TempDir dir;
+  dir.write("node/web.yaml", R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-${NODE}
+  namespace: ${NS:=apps}
+data:
+  server: https://${API_SERVER}:6443
+)");
+  const std::string states = dir.write("node/states.yaml", R"(Deploy web:
+  object_present:
+    - source: web.yaml
+Inline:
+  metalk8s_kubernetes.object_present:
+    - manifest:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web, namespace: apps}
+        spec:
+          replicas: ${REPLICAS}
+Old node:
+  object_absent:
+    - apiVersion: v1
+    - kind: Node
+    - name: ${OLD_NODE}
+)");
+  const std::string list = dir.write("list.yaml", R"(apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: ${NODE}
+    namespace: apps
+)");
+  LoadOptions options;
+  options.variables = {{"NODE", "node-1"}, {"API_SERVER", "10.0.0.1"}, {"REPLICAS", "3"}, {"OLD_NODE", "node-0"}};
+  LoadResult result = load_paths({states, list}, options);
+  INFO(result.error_text());
+  REQUIRE(result.ok());
+  CHECK(ids(result) == std::vector<std::string>{"Deploy web", "Inline", "Old node", "ConfigMap/apps/node-1"});
+  CHECK(json::dump(find_state(result, "Deploy web").object) ==
+        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web-node-1","namespace":"apps"},)"
+        R"("data":{"server":"https://10.0.0.1:6443"}})");
+  CHECK(json::find_path(find_state(result, "Inline").object, {"spec", "replicas"})->GetInt() == 3);
+  CHECK(json::dump(find_state(result, "Old node").object) ==
+        R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"node-0"}})");
+}
+
+TEST_CASE("Variables: an undefined one fails its state at file:line with the state ID; the others load",
+          "[loader][variables]") {
+  LoadOptions options;
+  options.variables = {{"DEFINED", "x"}};
+  LoadResult result = load_text(R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ok
+  namespace: apps
+data:
+  a: ${DEFINED}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: broken
+  namespace: apps
+data:
+  script: |
+    echo ${HOME}
+---
+State with a typo:
+  object_present:
+    manifest:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: other, namespace: apps}
+      data:
+        a: ${DEFIND}
+)",
+                                "/m/vars.yaml", options);
+  CHECK(ids(result) == std::vector<std::string>{"ConfigMap/apps/ok"});
+  CHECK(messages(result) ==
+        std::vector<std::string>{
+            "/m/vars.yaml:16: ConfigMap/apps/broken: undefined variable HOME in ${HOME}: set it (vars, vars-from, "
+            "--var, --vars-from) or give a default, ${HOME:=value}; to keep the text write $${HOME}, or annotate the "
+            "object kstate.io/substitute: disabled",
+            "/m/vars.yaml:25:12: State with a typo: undefined variable DEFIND in ${DEFIND}: set it (vars, vars-from, "
+            "--var, --vars-from) or give a default, ${DEFIND:=value}; to keep the text write $${DEFIND}, or annotate "
+            "the object kstate.io/substitute: disabled"});
+  CHECK(result.failed_files == std::set<std::string>{"/m/vars.yaml"});
+}
+
+TEST_CASE("Variables: kstate.io/substitute: disabled keeps the object as written; a typo in it is an error",
+          "[loader][variables]") {
+  LoadResult result = load_text(R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: script
+  namespace: apps
+  annotations:
+    kstate.io/substitute: disabled
+data:
+  run.sh: echo ${HOME} $${X}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: typo
+  namespace: apps
+  annotations:
+    kstate.io/substitute: disable
+)",
+                                "/m/optout.yaml");
+  CHECK(ids(result) == std::vector<std::string>{"ConfigMap/apps/script"});
+  CHECK(json::find_path(result.states[0].object, {"data", "run.sh"})->GetString() == std::string("echo ${HOME} $${X}"));
+  CHECK(messages(result) ==
+        std::vector<std::string>{"/m/optout.yaml:17:27: ConfigMap/apps/typo: annotation kstate.io/substitute: unknown "
+                                 "value \"disable\", expected disabled or enabled (did you mean \"disabled\"?)"});
+}
+
+TEST_CASE("Variables: braces in a flow collection get a hint with the YAML syntax error", "[loader][variables]") {
+  LoadResult result =
+      load_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, labels: {a: ${A}}}\n", "/m/flow.yaml");
+  REQUIRE(result.errors.size() == 1);
+  CHECK_THAT(result.errors[0].to_string(),
+             Catch::StartsWith("/m/flow.yaml:3:") &&
+                 Catch::EndsWith("(a ${...} reference inside a flow collection, {...} or [...], must be quoted or "
+                                 "written in block style)"));
+}
+
 }  // namespace loader_test
