@@ -60,4 +60,23 @@ TEST_CASE("unknown flags are rejected by the parser") {
   CHECK_THROWS_AS(parse_flags({"--resync", "5m"}), CLI::ParseError);
 }
 
+TEST_CASE("config flags: --var and --vars-from repeat and add to the file's vars and vars-from") {
+  auto overrides = parse_flags({"--var", "API_SERVER=10.0.0.2", "--vars-from", "/etc/kstate/node.yaml", "--var",
+                                "DOMAIN=cluster.local", "--vars-from=/etc/kstate/site.yaml"});
+  REQUIRE(overrides.size() == 4);
+  auto file = kstate::daemon::parse_config(
+      "vars:\n  API_SERVER: 10.0.0.1\n  REGISTRY: mirror.local\nvars-from:\n  - /etc/kstate/common.yaml\n",
+      "config.yaml");
+  REQUIRE(file.ok());
+  auto config = kstate::daemon::apply_overrides(*file, overrides);
+  REQUIRE(config.ok());
+  CHECK(config->vars == kstate::manifests::VariableMap{
+                            {"API_SERVER", "10.0.0.2"}, {"DOMAIN", "cluster.local"}, {"REGISTRY", "mirror.local"}});
+  CHECK(config->vars_from ==
+        std::vector<std::string>{"/etc/kstate/common.yaml", "/etc/kstate/node.yaml", "/etc/kstate/site.yaml"});
+  auto bad = kstate::daemon::apply_overrides({}, parse_flags({"--var", "no-equals"}));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "--var: expected NAME=VALUE, got \"no-equals\"");
+}
+
 }  // namespace config_flags_test

@@ -297,4 +297,38 @@ TEST_CASE("load_config: a missing default file means defaults, a missing --confi
   CHECK_THAT(from_disk.error().message, Catch::Contains(path.string() + ":2: bogus: unknown key"));
 }
 
+TEST_CASE("vars is a mapping of variables and vars-from a list of files; bad shapes name file:line") {
+  auto config = kstate::daemon::parse_config(R"(vars:
+  K8S_VERSION: 1.10
+  EMPTY: ""
+vars-from: [/etc/kstate/node.yaml, /etc/kstate/site.yaml]
+)",
+                                             "config.yaml");
+  REQUIRE(config.ok());
+  CHECK(config->vars == kstate::manifests::VariableMap{{"EMPTY", ""}, {"K8S_VERSION", "1.10"}});
+  CHECK(config->vars_from == std::vector<std::string>{"/etc/kstate/node.yaml", "/etc/kstate/site.yaml"});
+  auto empty = kstate::daemon::parse_config("vars:\nvars-from:\n", "config.yaml");
+  REQUIRE(empty.ok());
+  CHECK(empty->vars.empty());
+
+  struct Case {
+    std::string text;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"vars: [A]\n", "config.yaml:1: vars: expected a mapping of NAME: value"},
+      {"vars-from: /etc/kstate/node.yaml\n", "config.yaml:1: vars-from: expected a list"},
+      {"vars:\n  bad-name: x\n",
+       "config.yaml:2: vars: \"bad-name\" is not a variable name (letters, digits and _, not starting with a digit)"},
+      {"vars:\n  A: [x]\n", "config.yaml:2: vars: expected a single value"},
+      {"vars-from:\n  - \"\"\n", "config.yaml:2: vars-from: expected a file path"},
+  };
+  for (const auto& test : cases) {
+    INFO(test.text);
+    auto bad = kstate::daemon::parse_config(test.text, "config.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.error().message == test.error);
+  }
+}
+
 }  // namespace config_test
