@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "tests/emulator/builtin_schema.hpp"
 #include "tests/emulator/defaults.hpp"
 #include "tests/emulator/field_set.hpp"
 #include "tests/emulator/patch.hpp"
@@ -1402,7 +1403,12 @@ std::optional<Response> handle_unknown_fields(const ResourceType& type, Value& o
       schema_causes = validate_and_prune(*type.schema, object, unknown);
     }
   } else {
-    unknown = drop_unknown_builtin_fields(type, object);
+    for (const auto& problem : check_builtin_fields(type, object, true)) {
+      if (problem.kind == FieldProblemKind::wrong_type) {
+        return bad_request(decode_error_message(type, problem.decode_message));  // whatever fieldValidation says
+      }
+      unknown.push_back(problem.path);
+    }
   }
   if (unknown.empty() || mode == "Ignore") {
     return std::nullopt;
@@ -1420,19 +1426,28 @@ std::optional<Response> handle_unknown_fields(const ResourceType& type, Value& o
   return std::nullopt;
 }
 
-// What server-side apply refuses: fields the kind's schema does not declare, as paths
-// without the leading dot ("metadata.annotation", "spec.colour").
+// What server-side apply refuses before anything else, as its errors word it:
+// ".metadata.annotation: field not declared in schema", ".spec.replicas: expected
+// numeric (int or float), got string".
 std::vector<std::string> fields_not_in_schema(const ResourceType& type, const Value& object) {
   Document copy = json::copy(object);
-  std::vector<std::string> unknown;
+  std::vector<std::string> errors;
   if (type.custom) {
+    std::vector<std::string> unknown;
     if (type.schema) {
       validate_and_prune(*type.schema, copy, unknown);
     }
-  } else {
-    unknown = drop_unknown_builtin_fields(type, copy);
+    for (const auto& path : unknown) {
+      errors.push_back("." + path + ": field not declared in schema");
+    }
+    return errors;
   }
-  return unknown;
+  for (const auto& problem : check_builtin_fields(type, copy, false)) {
+    errors.push_back(
+        problem.apply_path + ": " +
+        (problem.kind == FieldProblemKind::unknown ? "field not declared in schema" : problem.apply_message));
+  }
+  return errors;
 }
 
 // 409 Conflict as kube-apiserver words it: causes only, no name or kind in the details;
@@ -1910,11 +1925,11 @@ Response ApiServer::patch_object(const Request& request, const Target& target) {
     std::string message = "failed to create typed patch object (" + string_at(*applied, {"metadata", "namespace"}) +
                           "/" + target.name + "; " + type.group + "/" + type.version + ", Kind=" + type.kind + "): ";
     if (unknown.size() == 1) {
-      message += "." + unknown.front() + ": field not declared in schema";
+      message += unknown.front();
     } else {
       message += "errors:";
-      for (const auto& path : unknown) {
-        message += "\n  ." + path + ": field not declared in schema";
+      for (const auto& error : unknown) {
+        message += "\n  " + error;
       }
     }
     return failure(500, "", message);
