@@ -758,7 +758,8 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
   auto gv_path = [](const std::string& group, const std::string& version) {
     return group.empty() ? "api/" + version : "apis/" + group + "/" + version;
   };
-  auto gv_document = [&](const std::string& group, const std::string& version) {
+  // Every document starts with the OpenAPI version and the server's.
+  auto new_document = [&] {
     Document doc(rapidjson::kObjectType);
     auto& allocator = doc.GetAllocator();
     json::set_string(doc, "openapi", "3.0.0", allocator);
@@ -766,6 +767,11 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
     json::set_string(info, "title", "Kubernetes", allocator);
     json::set_string(info, "version", "v" + options_.version + ".0", allocator);
     json::set(doc, "info", std::move(info), allocator);
+    return doc;
+  };
+  auto gv_document = [&](const std::string& group, const std::string& version) {
+    Document doc = new_document();
+    auto& allocator = doc.GetAllocator();
     Value paths(rapidjson::kObjectType);
     for (const auto* type : catalog_.all()) {
       if (type->group != group || type->version != version) {
@@ -810,13 +816,8 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
   // The discovery paths ("api", "apis", "apis/<group>") have documents too, without
   // operations here.
   auto discovery_document_for = [&](const std::string& path) {
-    Document doc(rapidjson::kObjectType);
+    Document doc = new_document();
     auto& allocator = doc.GetAllocator();
-    json::set_string(doc, "openapi", "3.0.0", allocator);
-    Value info(rapidjson::kObjectType);
-    json::set_string(info, "title", "Kubernetes", allocator);
-    json::set_string(info, "version", "v" + options_.version + ".0", allocator);
-    json::set(doc, "info", std::move(info), allocator);
     Value paths(rapidjson::kObjectType);
     json::set(paths, "/" + path + "/", Value(rapidjson::kObjectType), allocator);
     json::set(doc, "paths", std::move(paths), allocator);
