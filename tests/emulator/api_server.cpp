@@ -572,7 +572,7 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
     response.verb = verb;
     return response;
   };
-  if (is_write(verb) && !request.identity.may_write) {
+  if (is_write(verb) ? !request.identity.may_write : !may_read(options_.read_grants, request.identity.user, type)) {
     auto details = details_for(&type, target.name);
     std::string subject = type.qualified_plural() + (target.name.empty() ? "" : " \"" + target.name + "\"");
     std::string scope = type.namespaced && !target.namespace_name.empty()
