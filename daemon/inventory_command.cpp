@@ -110,7 +110,7 @@ int run_inventory_command(const cli::Invocation& invocation, std::ostream& out, 
   InventoryRun run;
   run.requests = (*client)->transport->stats().total_requests();
   if (common.output == "json") {
-    out << inventory_json(result, run);
+    write_inventory_json(result, run, out);
   } else {
     print_inventory_text(result, run, out);
   }
