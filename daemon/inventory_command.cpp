@@ -31,7 +31,7 @@ inventory::Listing listing_of(const Status& status) {
 }
 
 inventory::Problem problem_of(const Error& error, const std::string& resource, const std::string& namespace_name) {
-  return {resource, "list", namespace_name, error.http_status, error.reason, error.describe()};
+  return {resource, "list", namespace_name, error.http_status, error.reason, error.message};
 }
 
 }  // namespace
