@@ -143,10 +143,9 @@ TEST_CASE("inventory takes -n or -A, --digest with one or more values, --image a
   CHECK(std::get<0>(parsed({"inventory", "-n", "shop"})) == 0);
   CHECK(std::get<1>(parsed({"inventory", "-n", "shop"})).inventory.namespace_name == "shop");
   // Usage errors: both scopes, a format it does not write, flags of apply.
-  for (std::vector<const char*> bad : {std::vector<const char*>{"inventory", "-n", "shop", "-A"},
-                                       std::vector<const char*>{"inventory", "-o", "junit"},
-                                       std::vector<const char*>{"inventory", "--prune"},
-                                       std::vector<const char*>{"inventory", "--chunk-size", "0"}}) {
+  for (std::vector<const char*> bad :
+       {std::vector<const char*>{"inventory", "-n", "shop", "-A"}, std::vector<const char*>{"inventory", "-o", "junit"},
+        std::vector<const char*>{"inventory", "--prune"}, std::vector<const char*>{"inventory", "--chunk-size", "0"}}) {
     auto [bad_code, ignored, error] = parsed(bad);
     INFO(bad.back());
     CHECK(bad_code == 2);

@@ -288,8 +288,9 @@ TEST_CASE("kstate inventory as a user who may list pods but not nodes: images li
   CHECK(text(incomplete[0], {"verb"}) == "list");
   CHECK(json::find(incomplete[0], "code")->GetInt() == 403);
   CHECK(text(incomplete[0], {"reason"}) == "Forbidden");
-  CHECK(text(incomplete[0], {"message"}) ==
-        "nodes is forbidden: User \"pod-reader\" cannot list resource \"nodes\" in API group \"\" at the cluster scope");
+  CHECK(
+      text(incomplete[0], {"message"}) ==
+      "nodes is forbidden: User \"pod-reader\" cannot list resource \"nodes\" in API group \"\" at the cluster scope");
 
   auto text_report = inventory({"-A", "--context", "pod-reader"});
   CHECK(text_report.out.find("INCOMPLETE\n  list nodes: nodes is forbidden: User \"pod-reader\"") != std::string::npos);
