@@ -17,6 +17,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,12 @@ class DynamicClient {
   // the first page's apiVersion/kind/metadata.resourceVersion and all items, each with
   // its kind and apiVersion (complete_list_items).
   asio::awaitable<Result<json::Document>> list(const ApiResource& resource, std::string ns, ListOptions options);
+  // The same LIST, each page handed to `on_page` as it arrives and dropped after it, so
+  // that memory holds one page, not the collection: for callers that keep a summary.
+  // Stops at the first error of a request or of `on_page`.
+  using PageHandler = std::function<Status(json::Document& page)>;
+  asio::awaitable<Status> list_pages(const ApiResource& resource, std::string ns, ListOptions options,
+                                     PageHandler on_page);
   asio::awaitable<Result<json::Document>> create(const ApiResource& resource, std::string ns, const json::Value& object,
                                                  WriteOptions options);
   asio::awaitable<Result<json::Document>> replace(const ApiResource& resource, std::string ns, std::string name,

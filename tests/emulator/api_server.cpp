@@ -540,7 +540,11 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
     response.verb = verb;
     return response;
   };
-  if ((is_write(verb) && !request.identity.may_write) || !request.identity.may_read) {
+  // A user without any grant may do nothing; one with read grants (access.hpp) reads only those.
+  const bool allowed =
+      request.identity.may_read &&
+      (is_write(verb) ? request.identity.may_write : may_read(options_.read_grants, request.identity.user, type));
+  if (!allowed) {
     auto details = details_for(&type, target.name);
     std::string subject = type.qualified_plural() + (target.name.empty() ? "" : " \"" + target.name + "\"");
     std::string scope = type.namespaced && !target.namespace_name.empty()

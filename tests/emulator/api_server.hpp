@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/json.hpp"
+#include "tests/emulator/access.hpp"
 #include "tests/emulator/catalog.hpp"
 #include "tests/emulator/controllers.hpp"
 #include "tests/emulator/selectors.hpp"
@@ -98,6 +99,9 @@ class ApiServer {
     // compacted to the revision of the previous interval, so a long-running emulator
     // keeps one to two intervals of old object versions, not every write (0: never).
     std::chrono::milliseconds compaction_interval{std::chrono::minutes(5)};
+    // Users who may read only some resources (access.hpp): a get/list/watch of another
+    // is 403 Forbidden, as kube-apiserver's RBAC answers it.
+    ReadGrants read_grants;
   };
 
   ApiServer(Options options, Clock clock, std::uint64_t seed);

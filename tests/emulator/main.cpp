@@ -1,6 +1,6 @@
 // kstate-emulator: a loopback kube-apiserver for tests and demos.
 //   kstate-emulator --listen 127.0.0.1:0 --kubeconfig-out FILE [--data-dir DIR] [--version 1.32]
-//                   [--real-delays] [controller delays...] [--fault-* ...]
+//                   [--real-delays] [controller delays...] [--preload FILE ...] [--fault-* ...]
 // Prints "listening on https://127.0.0.1:PORT" once it accepts connections.
 // tests/emulator/README.md describes every option and what differs from a real cluster.
 #include <CLI/CLI.hpp>
@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-aggregated-discovery", no_aggregated_discovery,
                "serve legacy discovery only, as kube-apiserver before 1.26 (406 when Accept allows nothing else)");
   app.add_option("--seed", options.seed, "random seed (uids, generated names, fault rolls)");
+  app.add_option("--preload", options.preload,
+                 "YAML or JSON file of objects stored at start-up as a running cluster's state, status included "
+                 "(e.g. Nodes and Pods with container statuses); repeatable");
   CLI11_PARSE(app, argc, argv);
   if (real_delays) {
     // What the recordings of kube-apiserver 1.32 show (tests/emulator/README.md).
