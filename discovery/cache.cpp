@@ -198,16 +198,28 @@ Result<CacheEntry> parse_cache_entry(std::string_view text) {
 }
 
 Result<CacheEntry> read_cache(const std::string& file) {
+  auto content = read_cache_text(file);
+  if (!content) {
+    return content.error();
+  }
+  return parse_cache_entry(content.value());
+}
+
+Result<std::string> read_cache_text(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     return Error(ErrorKind::not_found, "no discovery cache at " + file);
   }
   std::ostringstream content;
   content << in.rdbuf();
-  return parse_cache_entry(content.str());
+  return content.str();
 }
 
 Status write_cache(const std::string& file, const CacheEntry& entry) {
+  return write_cache_text(file, serialize_cache_entry(entry));
+}
+
+Status write_cache_text(const std::string& file, std::string_view content) {
   fs::path path(file);
   if (auto made = make_private_directories(path.parent_path()); !made) {
     return made;
@@ -217,7 +229,6 @@ Status write_cache(const std::string& file, const CacheEntry& entry) {
   if (fd < 0) {
     return Error(ErrorKind::io, "cannot write " + temporary + ": " + std::strerror(errno));
   }
-  std::string content = serialize_cache_entry(entry);
   std::size_t written = 0;
   while (written < content.size()) {
     auto count = ::write(fd, content.data() + written, content.size() - written);
