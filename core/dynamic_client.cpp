@@ -1,7 +1,7 @@
 // DynamicClient verbs on top of request building and a Transport.
 #include "core/dynamic_client.hpp"
 
-#include "core/printable.hpp"
+#include "core/untrusted_text.hpp"
 
 namespace kstate {
 namespace {

@@ -5,8 +5,17 @@
 #include <optional>
 
 #include "core/json.hpp"
+#include "core/untrusted_text.hpp"
 
 namespace kstate {
+namespace {
+
+// A Status reason is a word (NotFound, AlreadyExists); a cause one field's complaint.
+constexpr std::size_t max_reason_bytes = 256;
+constexpr std::size_t max_cause_bytes = 1024;
+constexpr std::size_t max_causes = 20;
+
+}  // namespace
 
 std::string_view Response::header(std::string_view lower_case_name) const {
   for (const auto& [name, value] : headers) {
@@ -153,7 +162,12 @@ std::vector<StatusCause> typed_patch_causes(std::string_view message) {
     if (path.starts_with('.')) {
       path.remove_prefix(1);
     }
-    causes.push_back({"FieldValueInvalid", std::string(line.substr(separator + 2)), std::string(path)});
+    if (causes.size() == max_causes) {
+      causes.push_back({"", "... and more fields", ""});
+      break;
+    }
+    causes.push_back({"FieldValueInvalid", printable(line.substr(separator + 2), max_cause_bytes),
+                      printable(path, max_cause_bytes)});
   }
   return causes;
 }
@@ -167,14 +181,20 @@ Error error_from_response(int http_status, std::string_view body, std::string_vi
   bool is_status = document.ok() && document->IsObject() && json::get_string(*document, "kind") == "Status";
   if (is_status) {
     const auto& status = *document;
-    error.reason = std::string(json::string_or(json::find(status, "reason"), ""));
-    error.message = std::string(json::string_or(json::find(status, "message"), ""));
+    // Whatever the server (or an admission webhook behind it) wrote is untrusted text
+    // that ends up in logs and reports: escaped and capped (untrusted_text.hpp).
+    error.reason = printable(json::string_or(json::find(status, "reason"), ""), max_reason_bytes);
+    error.message = printable(json::string_or(json::find(status, "message"), ""));
     if (const auto* details = json::find(status, "details"); details != nullptr && details->IsObject()) {
       if (const auto* causes = json::find(*details, "causes"); causes != nullptr && causes->IsArray()) {
         for (const auto& cause : causes->GetArray()) {
-          error.causes.push_back({std::string(json::string_or(json::find(cause, "reason"), "")),
-                                  std::string(json::string_or(json::find(cause, "message"), "")),
-                                  std::string(json::string_or(json::find(cause, "field"), ""))});
+          if (error.causes.size() == max_causes) {
+            error.causes.push_back({"", "... and " + std::to_string(causes->Size() - max_causes) + " more causes", ""});
+            break;
+          }
+          error.causes.push_back({printable(json::string_or(json::find(cause, "reason"), ""), max_reason_bytes),
+                                  printable(json::string_or(json::find(cause, "message"), ""), max_cause_bytes),
+                                  printable(json::string_or(json::find(cause, "field"), ""), max_cause_bytes)});
         }
       }
       if (const auto* seconds = json::find(*details, "retryAfterSeconds"); seconds != nullptr && seconds->IsInt()) {
@@ -192,15 +212,16 @@ Error error_from_response(int http_status, std::string_view body, std::string_vi
       error.message = "the server does not serve this resource (HTTP 404: 404 page not found)";
     }
   }
-  if (http_status >= 500 && error.reason.empty()) {
-    if (auto causes = typed_patch_causes(error.message); !causes.empty()) {
+  if (http_status >= 500 && error.reason.empty() && is_status) {
+    // (from the message as sent: its line breaks separate the fields)
+    if (auto causes = typed_patch_causes(json::string_or(json::find(*document, "message"), "")); !causes.empty()) {
       error.kind = ErrorKind::invalid;  // the request's fault: never retried as a server failure
       error.causes = std::move(causes);
       error.message = "the object does not match the server's schema for its kind";
     }
   }
   if (error.message.empty()) {
-    std::string excerpt(body.substr(0, 200));
+    std::string excerpt = printable(body, 200);
     error.message = "the server responded with HTTP " + std::to_string(http_status) +
                     (excerpt.empty() ? std::string() : ": " + excerpt);
   }

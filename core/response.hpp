@@ -28,8 +28,12 @@ struct Response {
 // `code SP agent SP "quoted text" [SP "date"]`, comma-separated, of which the API
 // server sends code 299 only (`299 - "unknown field \"x\""`, recordings 27 and 73).
 // As client-go, only code 299 is kept; the text is unquoted but not made printable
-// (core/printable.hpp). A malformed part ends the parse: the texts before it are kept.
+// (core/untrusted_text.hpp). A malformed part ends the parse: the texts before it are kept.
 std::vector<std::string> parse_warning_header(std::string_view value);
+
+// What one warning may take when shown: they are short sentences (the API server caps
+// all of a response's warnings at 4 KB), so a longer one is cut.
+inline constexpr std::size_t max_warning_bytes = 512;
 
 // The ErrorKind of an HTTP status code and Status.reason (409 AlreadyExists vs Conflict).
 ErrorKind error_kind_of(int http_status, std::string_view reason);

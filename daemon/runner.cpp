@@ -175,6 +175,19 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
 
   void wake_up() { wake.cancel(); }
 
+  // /readyz between cycles: what the last cycle found, unless the requests since found
+  // the API server gone (a frozen server is noticed within one request deadline).
+  ProbeState live_probes() const {
+    ProbeState live = probes;
+    if (live.ready) {
+      if (std::string problem = reconciler.api_server_problem(); !problem.empty()) {
+        live.ready = false;
+        live.not_ready_reason = "API server unreachable: " + problem;
+      }
+    }
+    return live;
+  }
+
   // --- set-up -------------------------------------------------------------------------
 
   Status start_http() {
@@ -183,7 +196,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       return address.error();
     }
     http = std::make_unique<HttpServer>(io.get_executor(), [this](std::string_view method, std::string_view target) {
-      return route_endpoint(method, target, probes, registry);
+      return route_endpoint(method, target, live_probes(), registry);
     });
     auto port = http->listen(address->host, address->port);
     if (!port) {
@@ -191,6 +204,12 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     }
     bound_port = *port;
     spdlog::info("serving /healthz, /readyz and /metrics on {}:{}", address->host, *port);
+    if (!is_loopback_host(address->host)) {
+      spdlog::warn(
+          "listen-address {} is not a loopback address: /metrics and the probes answer anyone who can reach "
+          "it, without authentication",
+          config.listen_address);
+    }
     return ok_status();
   }
 

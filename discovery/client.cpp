@@ -20,10 +20,9 @@ DiscoveryClient::DiscoveryClient(Transport& transport, std::string server_url, D
 
 OpenApiSchemas& DiscoveryClient::openapi() {
   if (!openapi_) {
-    // Next to the discovery cache file: <cache-dir>/discovery/<host_port>/openapi-v3/.
-    std::string folder = cache_file_.empty()
-                             ? std::string()
-                             : (std::filesystem::path(cache_file_).parent_path() / "openapi-v3").string();
+    // Next to the discovery cache file: <cache-dir>/discovery/<host_port>/.
+    std::string folder =
+        cache_file_.empty() ? std::string() : std::filesystem::path(cache_file_).parent_path().string();
     openapi_ = std::make_unique<OpenApiSchemas>(transport_, std::move(folder));
   }
   return *openapi_;
@@ -45,7 +44,7 @@ boost::asio::awaitable<Status> DiscoveryClient::load() {
     if (entry && entry->server == server_url_) {
       cached = std::move(entry.value());
     } else if (!entry && entry.error().kind != ErrorKind::not_found) {
-      spdlog::info("discovery: ignoring the cache {}: {}", cache_file_, entry.error().message);
+      spdlog::warn("discovery: ignoring the cache {}: {}", cache_file_, entry.error().message);
     }
   }
   if (cached && now() - cached->fetched_at < options_.ttl && now() >= cached->fetched_at) {

@@ -144,7 +144,7 @@ asio::awaitable<Result<json::Document>> OpenApiSchemas::read_document(std::strin
   const std::string hash = openapi_hash(server_relative_url);
   const std::string file = cache_folder_.empty() || hash.empty()
                                ? std::string()
-                               : (std::filesystem::path(cache_folder_) / (hash + ".json")).string();
+                               : (std::filesystem::path(cache_folder_) / ("openapi-v3-" + hash + ".json")).string();
   std::string body;
   if (auto cached = file.empty() ? std::nullopt : cached_document(file)) {
     body = std::move(*cached);

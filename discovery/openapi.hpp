@@ -3,8 +3,9 @@
 // even a dry run answers 404 for them, recording 41). GET /openapi/v3 answers an index,
 // group version -> serverRelativeURL carrying a content hash (recording 09, JSON sent
 // as text/plain); a group version's document (about 1 MB for api/v1) is fetched only
-// when one of its kinds is asked for, once per OpenApiSchemas, and kept on disk in the
-// discovery cache's folder under that hash: content-addressed, a cached document is
+// when one of its kinds is asked for, once per OpenApiSchemas, and kept on disk next to
+// the discovery cache file, as openapi-v3-<hash>.json (with the same ownership and
+// permission checks, discovery/cache.hpp): content-addressed, a cached document is
 // never stale, and a changed one has a new name. The index itself is read once per
 // OpenApiSchemas (one small request per `kstate test` that needs it).
 //
@@ -48,7 +49,8 @@ std::optional<PublishedSchema> find_published_schema(const json::Value& document
 
 class OpenApiSchemas {
  public:
-  // `cache_folder`: where documents are kept ("" keeps none on disk).
+  // `cache_folder`: where documents are kept ("" keeps none on disk): the discovery
+  // cache file's folder.
   OpenApiSchemas(Transport& transport, std::string cache_folder);
 
   // The schema the server publishes for `gvk`, nullopt when it publishes none (its group

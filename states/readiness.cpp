@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/printable.hpp"
+#include "core/untrusted_text.hpp"
 
 namespace kstate::states {
 

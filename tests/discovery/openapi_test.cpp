@@ -80,13 +80,16 @@ TEST_CASE("a kind's schema is found by the group-version-kind it lists", "[opena
 
 TEST_CASE("documents are read once, shared by concurrent callers, and kept on disk by their hash", "[openapi]") {
   TempDir cache;
+  // As discovery keeps it: <cache-dir>/discovery/<server>/ (folders only kstate's user
+  // may write, discovery/cache.hpp).
+  const auto folder = cache.path() / "discovery" / "server";
   int index_requests = 0;
   int document_requests = 0;
   {
     boost::asio::io_context io;
     FakeTransport transport;
     serve(transport, index_requests, document_requests);
-    OpenApiSchemas schemas(transport, (cache.path() / "openapi-v3").string());
+    OpenApiSchemas schemas(transport, folder.string());
     int found = 0;
     auto ask = [&](GroupVersionKind gvk) -> boost::asio::awaitable<void> {
       auto schema = co_await schemas.schema_of(gvk);
@@ -113,14 +116,14 @@ TEST_CASE("documents are read once, shared by concurrent callers, and kept on di
     boost::asio::io_context io;
     FakeTransport transport;
     serve(transport, index_requests, document_requests);
-    OpenApiSchemas schemas(transport, (cache.path() / "openapi-v3").string());
+    OpenApiSchemas schemas(transport, folder.string());
     auto schema = kstate::run_sync(io, schemas.schema_of(GroupVersionKind{"apps", "v1", "Deployment"}));
     REQUIRE(schema.ok());
     CHECK(schema->has_value());
     CHECK(index_requests == 2);
     CHECK(document_requests == 1);
     // A corrupt cache file is not trusted: the document is read again.
-    auto file = cache.path() / "openapi-v3" / (std::string(apps_hash) + ".json");
+    auto file = folder / ("openapi-v3-" + std::string(apps_hash) + ".json");
     REQUIRE(std::filesystem::exists(file));
     std::string content = kstate::testing::read_file(file);
     content.back() = content.back() == '}' ? ' ' : '}';
@@ -130,7 +133,7 @@ TEST_CASE("documents are read once, shared by concurrent callers, and kept on di
     boost::asio::io_context io;
     FakeTransport transport;
     serve(transport, index_requests, document_requests);
-    OpenApiSchemas schemas(transport, (cache.path() / "openapi-v3").string());
+    OpenApiSchemas schemas(transport, folder.string());
     auto schema = kstate::run_sync(io, schemas.schema_of(GroupVersionKind{"apps", "v1", "Deployment"}));
     REQUIRE(schema.ok());
     CHECK(schema->has_value());
