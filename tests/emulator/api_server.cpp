@@ -1482,6 +1482,17 @@ Response apply_conflict(const std::vector<ApplyConflict>& conflicts) {
   return failure(409, "Conflict", message, &details);
 }
 
+void strip_server_metadata(Value& object) {
+  if (Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
+    for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
+                              "deletionGracePeriodSeconds", "selfLink"}) {
+      metadata->RemoveMember(field);
+    }
+  }
+}
+
+}  // namespace
+
 void add_warnings(Response& response, const std::vector<std::string>& warnings) {
   for (const auto& warning : warnings) {
     std::string escaped;
@@ -1494,17 +1505,6 @@ void add_warnings(Response& response, const std::vector<std::string>& warnings) 
     response.headers.emplace_back("Warning", "299 - \"" + escaped + "\"");
   }
 }
-
-void strip_server_metadata(Value& object) {
-  if (Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
-    for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
-                              "deletionGracePeriodSeconds", "selfLink"}) {
-      metadata->RemoveMember(field);
-    }
-  }
-}
-
-}  // namespace
 
 void ApiServer::store_object(const std::string& key, Document object, const char* event_type) {
   auto version = store_.next_version();

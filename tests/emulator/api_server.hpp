@@ -68,6 +68,10 @@ struct Response {
   std::string verb;  // Kubernetes verb (get, list, create, ...) or "discovery", for the request log
 };
 
+// Adds one `Warning: 299 - "<text>"` header per text, quoted as kube-apiserver quotes
+// them (recordings 27 and 73).
+void add_warnings(Response& response, const std::vector<std::string>& warnings);
+
 class ApiServer {
  public:
   using Clock = std::function<std::chrono::system_clock::time_point()>;

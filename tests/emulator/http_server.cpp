@@ -632,6 +632,9 @@ class Emulator {
 
     const auto handling = std::chrono::steady_clock::now();
     Response response = api_.handle(request);
+    if (!fault.warning.empty()) {
+      add_warnings(response, {fault.warning});
+    }
     persist();
     entry.handled_us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - handling).count();

@@ -82,7 +82,8 @@ class Emulator {
                     std::chrono::seconds timeout = std::chrono::seconds(30)) const;
 
   // Fault injection (JSON keys: latencyMs, failNext, failFraction, failCode, retryAfterSeconds,
-  // closeNext, hangNext, pathPrefix, method). Throws when the emulator rejects the settings.
+  // closeNext, hangNext, warnNext with warning, pathPrefix, path, method). Throws when the
+  // emulator rejects the settings.
   void set_faults(const std::string& settings_json);
   void clear_faults();
   // The request log as JSON: {"total":N,"requests":[{method,path,query,verb,code,user,fault}],"counters":{...}}.
