@@ -25,7 +25,8 @@ std::string text_of(const json::Value* body) {
 Recording recording(int number) {
   char prefix[8];
   std::snprintf(prefix, sizeof prefix, "%02d-", number);
-  const std::filesystem::path folder = std::filesystem::path(KSTATE_SHARED_TESTDATA) / "kube-apiserver-1.32";
+  const std::filesystem::path folder =
+      std::filesystem::path(KSTATE_SOURCE_DIR) / "tests" / "emulator" / "recordings" / "kube-apiserver-1.32";
   std::filesystem::path file;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     if (entry.path().filename().string().rfind(prefix, 0) == 0) {

@@ -1,7 +1,9 @@
 // The recorded exchanges with a real kube-apiserver
-// ($KSTATE_SHARED_TESTDATA/kube-apiserver-1.32/NN-*.json, the ground truth the emulator
-// must match) as values tests can use: a pure function's table test takes a recorded
-// answer's body or headers as its input, exactly as the real server sent them.
+// (tests/emulator/recordings/kube-apiserver-1.32/NN-*.json, the ground truth the
+// emulator must match) as values the unit tests of kstate's own code can use: a pure
+// function's table test takes a recorded answer's body or headers as its input,
+// exactly as the real server sent them. (The emulator's conformance tests have their
+// own loader, tests/emulator/tests/recordings.hpp, which also replays and compares.)
 //
 //   auto unknown_field = kstate::testing::recording(26);
 //   auto error = error_from_response(unknown_field.status, unknown_field.body);
