@@ -42,8 +42,10 @@ std::string field(const json::Value& object, std::initializer_list<std::string_v
   return v->IsString() ? std::string(v->GetString()) : json::dump(*v);
 }
 
+// The test plays the Deployment and Job controllers itself (report_status).
 EmulatorOptions immediate_crds() {
   EmulatorOptions options;
+  options.extra_args = {"--no-deployment-controller", "--no-job-controller"};
   options.crd_establish_delay_seconds = 0;
   return options;
 }
