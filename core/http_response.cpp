@@ -15,10 +15,27 @@ void BoundedStringBody::reader::init(const boost::optional<std::uint64_t>& lengt
     error = http::error::body_limit;
     return;
   }
-  if (length) {
-    body_.text.reserve(static_cast<std::size_t>(*length));  // at most the limit
-  }
   error = {};
+  if (length) {
+    try {
+      body_.text.reserve(static_cast<std::size_t>(*length));  // at most the limit
+    } catch (const std::bad_alloc&) {
+      error = make_error_code(boost::system::errc::not_enough_memory);
+    } catch (const std::length_error&) {
+      error = make_error_code(boost::system::errc::not_enough_memory);
+    }
+  }
+}
+
+bool BoundedStringBody::reader::append(const char* bytes, std::size_t size, boost::system::error_code& error) {
+  try {
+    body_.text.append(bytes, size);
+    return true;
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  error = make_error_code(boost::system::errc::not_enough_memory);
+  return false;
 }
 
 void limit_response(ResponseParser& parser, std::size_t max_body_bytes) {
@@ -53,6 +70,9 @@ Error response_read_error(const std::string& what, const boost::system::error_co
   }
   if (error == boost::beast::error::timeout) {
     return Error(ErrorKind::timeout, what + ": deadline exceeded");
+  }
+  if (error == boost::system::errc::not_enough_memory) {
+    return Error(ErrorKind::internal, what + ": out of memory reading the response");
   }
   return Error(ErrorKind::connection, what + ": " + error.message());
 }

@@ -31,7 +31,10 @@ namespace kstate {
 inline constexpr std::size_t max_response_header_bytes = 64 * 1024;
 
 // A string body that refuses more than `limit` bytes, whether announced (Content-Length)
-// or received (chunked, or read until the connection closes).
+// or received (chunked, or read until the connection closes). A failed allocation is
+// an error of the read (errc::not_enough_memory), not an exception: Beast runs the
+// reader inside an I/O completion handler, from which an exception would leave the
+// event loop (io_context::run) instead of the request that asked.
 struct BoundedStringBody {
   struct value_type {
     std::string text;
@@ -52,7 +55,9 @@ struct BoundedStringBody {
           error = boost::beast::http::error::body_limit;
           return added;
         }
-        body_.text.append(static_cast<const char*>(buffer.data()), buffer.size());
+        if (!append(static_cast<const char*>(buffer.data()), buffer.size(), error)) {
+          return added;
+        }
         added += buffer.size();
       }
       error = {};
@@ -61,6 +66,8 @@ struct BoundedStringBody {
     void finish(boost::system::error_code& error) { error = {}; }
 
    private:
+    // False (with `error` set) when memory runs out.
+    bool append(const char* bytes, std::size_t size, boost::system::error_code& error);
     value_type& body_;
   };
 };

@@ -460,26 +460,14 @@ class HttpTransport final : public Transport {
     }
     ResponseParser parser;
     limit_response(parser, options_.max_response_bytes);
-    bool out_of_memory = false;
-    try {
-      // (if/else, not ?: — GCC 12 miscompiles co_await inside a conditional expression)
-      if (connection->tls) {
-        ec = co_await read_response(*connection->tls, connection->buffer, parser);
-      } else {
-        ec = co_await read_response(*connection->plain, connection->buffer, parser);
-      }
-    } catch (const std::bad_alloc&) {
-      // The body is bounded (max_response_bytes), but memory may still run out: this
-      // request fails, the process goes on. The connection is dropped with the parser.
-      out_of_memory = true;
-    }
-    if (out_of_memory) {
-      outcome.error =
-          Error(ErrorKind::internal, request.verb + " " + request.path + ": out of memory reading the response (" +
-                                         std::to_string(parser.get().body().text.size()) + " bytes read)");
-      co_return outcome;
+    // (if/else, not ?: — GCC 12 miscompiles co_await inside a conditional expression)
+    if (connection->tls) {
+      ec = co_await read_response(*connection->tls, connection->buffer, parser);
+    } else {
+      ec = co_await read_response(*connection->plain, connection->buffer, parser);
     }
     if (ec) {
+      // (memory running out for the body is an error here too, not an exception)
       outcome.error = response_read_error(request.verb + " " + request.path, ec, options_.max_response_bytes);
       co_return outcome;
     }
@@ -649,10 +637,11 @@ class HttpTransport final : public Transport {
       auto delay = retry_delay(options_.retry, request, error, outcome.request_sent, retries, options_.random(),
                                server_answering());
       if (!delay) {
+        Error final_error = gave_up(std::move(error), retries);
         if (!outcome.response) {
-          note_gave_up(request_started, error, outcome.request_sent, outcome.reused_connection);
+          note_gave_up(request_started, final_error, outcome.request_sent, outcome.reused_connection);
         }
-        co_return gave_up(std::move(error), retries);
+        co_return final_error;
       }
       ++stats_.retries;
       spdlog::debug("retrying {} {} in {} ms ({})", request.verb, request.path, delay->count(),
@@ -750,10 +739,11 @@ class HttpTransport final : public Transport {
       after_unauthorized = false;
       auto delay = retry_delay(options_.retry, request, error, sent, retries, options_.random(), server_answering());
       if (!delay) {
+        Error final_error = gave_up(std::move(error), retries);
         if (!answered) {
-          note_gave_up(request_started, error, sent, false);
+          note_gave_up(request_started, final_error, sent, false);
         }
-        co_return gave_up(std::move(error), retries);
+        co_return final_error;
       }
       ++stats_.retries;
       co_await sleep_for(*delay);

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <limits>
 
 #include "core/untrusted_text.hpp"
 
@@ -25,7 +26,7 @@ class EscapedMessage final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& message, const std::tm& /*time*/, spdlog::memory_buf_t& dest) override {
     const std::string_view payload(message.payload.data(), message.payload.size());
-    const std::string escaped = printable(payload, payload.size());
+    const std::string escaped = printable(payload, std::numeric_limits<std::size_t>::max());
     dest.append(escaped.data(), escaped.data() + escaped.size());
   }
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessage>(); }

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/support/recording.hpp"
+#include "tests/support/recordings.hpp"
 
 namespace response_test {
 
@@ -48,7 +48,7 @@ TEST_CASE("status codes and reasons map to error kinds callers classify on", "[r
 
 TEST_CASE("server-side apply's 500 for an undeclared field is a manifest error naming the field (recordings 26, 66)",
           "[response]") {
-  auto built_in = kstate::testing::recording(26);
+  auto built_in = kstate::testing::recorded_response("26-apply-unknown-field-strict-500.json");
   auto error = error_from_response(built_in.status, built_in.body);
   CHECK(error.http_status == 500);
   CHECK(error.kind == ErrorKind::invalid);
@@ -60,7 +60,7 @@ TEST_CASE("server-side apply's 500 for an undeclared field is a manifest error n
         "the object does not match the server's schema for its kind\n  * metadata.annotation: field not declared in "
         "schema");
 
-  auto custom = kstate::testing::recording(66);
+  auto custom = kstate::testing::recorded_response("66-apply-cr-unknown-field-500.json");
   auto cr_error = error_from_response(custom.status, custom.body);
   CHECK(cr_error.kind == ErrorKind::invalid);
   REQUIRE(cr_error.causes.size() == 1);
@@ -85,7 +85,7 @@ TEST_CASE("server-side apply's 500 for an undeclared field is a manifest error n
 
 TEST_CASE("a text/plain 404 is a path the server does not serve, not an unreadable answer (recordings 08, 13, 41)",
           "[response]") {
-  auto unknown_group = kstate::testing::recording(8);
+  auto unknown_group = kstate::testing::recorded_response("08-apis-unknown-group-404.json");
   auto error = error_from_response(unknown_group.status, unknown_group.body);
   CHECK(error.kind == ErrorKind::not_found);
   CHECK(error.resource_not_served);
@@ -96,20 +96,20 @@ TEST_CASE("a text/plain 404 is a path the server does not serve, not an unreadab
     "details":{},"code":404})");
   CHECK(unknown_resource.resource_not_served);
   // A missing object or namespace is named: the resource is served.
-  auto missing_object = kstate::testing::recording(13);
+  auto missing_object = kstate::testing::recorded_response("13-get-configmap-404.json");
   CHECK_FALSE(error_from_response(missing_object.status, missing_object.body).resource_not_served);
-  auto missing_namespace = kstate::testing::recording(41);
+  auto missing_namespace = kstate::testing::recorded_response("41-apply-missing-namespace-404.json");
   auto namespace_error = error_from_response(missing_namespace.status, missing_namespace.body);
   CHECK(namespace_error.kind == ErrorKind::not_found);
   CHECK_FALSE(namespace_error.resource_not_served);
 }
 
 TEST_CASE("Warning headers: RFC 7234 quoted texts, code 299 only, as recorded (recordings 27, 73)", "[response]") {
-  auto unknown_field = kstate::testing::recording(27);
+  auto unknown_field = kstate::testing::recorded_response("27-create-unknown-field-warn-201.json");
   Response response;
   response.headers = unknown_field.headers;
   CHECK(response.warnings() == std::vector<std::string>{R"(unknown field "metadata.annotation")"});
-  auto job = kstate::testing::recording(73);
+  auto job = kstate::testing::recorded_response("73-delete-job-default-orphan-200.json");
   response.headers = job.headers;
   REQUIRE(response.warnings().size() == 1);
   CHECK(response.warnings()[0].starts_with("child pods are preserved by default when jobs are deleted;"));

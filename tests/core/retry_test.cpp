@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/response.hpp"
-#include "tests/support/recording.hpp"
+#include "tests/support/recordings.hpp"
 
 namespace retry_test {
 
@@ -103,7 +103,7 @@ TEST_CASE("server-side apply's 500 for a field the schema does not declare is th
   Request apply;
   apply.verb = "PATCH";
   apply.idempotent = true;  // an apply may be repeated: only the decoding keeps it from it
-  auto recorded = kstate::testing::recording(26);
+  auto recorded = kstate::testing::recorded_response("26-apply-unknown-field-strict-500.json");
   Error unknown_field = error_from_response(recorded.status, recorded.body);
   CHECK(unknown_field.http_status == 500);
   CHECK_FALSE(retry_delay(policy, apply, unknown_field, true, 0, 0.0));

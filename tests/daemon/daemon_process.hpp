@@ -88,9 +88,9 @@ struct Daemon {
   }
   std::string config_path;
 
-  // `shell_first`: shell commands run before the daemon replaces the shell (e.g. ulimit).
-  void start(const std::string& shell_first = "") {
-    process = BackgroundProcess({"/bin/sh", "-c", shell_first + "exec \"$0\" daemon --config \"$1\" 2>\"$2\"",
+  // `wrapper`: a command that runs the daemon in the same process (e.g. "prlimit --nofile=1024:4096").
+  void start(const std::string& wrapper = "") {
+    process = BackgroundProcess({"/bin/sh", "-c", "exec " + wrapper + " \"$0\" daemon --config \"$1\" 2>\"$2\"",
                                  KSTATE_BINARY, config_path, log.string()});
   }
 

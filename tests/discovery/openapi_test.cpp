@@ -11,7 +11,7 @@
 
 #include "core/dynamic_client.hpp"
 #include "tests/support/fake_transport.hpp"
-#include "tests/support/recording.hpp"
+#include "tests/support/recordings.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace openapi_test {
@@ -38,7 +38,7 @@ void serve(FakeTransport& transport, int& index_requests, int& document_requests
     response.status = 200;
     if (request.path == "/openapi/v3") {
       ++index_requests;
-      auto recorded = kstate::testing::recording(9);
+      auto recorded = kstate::testing::recorded_response("09-openapi-v3-index.json");
       response.headers = recorded.headers;
       response.body = recorded.body;
     } else if (request.path == "/openapi/v3/apis/apps/v1" && request.target().find(apps_hash) != std::string::npos) {
@@ -55,7 +55,7 @@ void serve(FakeTransport& transport, int& index_requests, int& document_requests
 }  // namespace
 
 TEST_CASE("the recorded OpenAPI v3 index maps group versions to hashed URLs", "[openapi]") {
-  auto index = parse_openapi_index(kstate::testing::recording(9).body);
+  auto index = parse_openapi_index(kstate::testing::recorded_response("09-openapi-v3-index.json").body);
   REQUIRE(index.ok());
   CHECK(index->size() == 20);  // the recording keeps the first 20 paths
   CHECK(index->at("apis/apps/v1") == std::string("/openapi/v3/apis/apps/v1?hash=") + apps_hash);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -196,6 +197,7 @@ metadata:
     kstate.io/state: updated
     kstate.io/strategy: replace
     kstate.io/prune: disabled
+    kstate.io/takeover: disabled
     kstate.io/recreate: "true"
     kstate.io/wait: "true"
     kstate.io/depends-on: "ConfigMap/apps/old, Namespace/apps"
@@ -223,6 +225,8 @@ metadata:
   CHECK(tuned.function == Function::object_updated);
   CHECK(tuned.strategy == Strategy::replace);
   CHECK(tuned.prune_disabled);
+  CHECK(tuned.takeover_disabled);
+  CHECK_FALSE(result.states[2].takeover_disabled);
   CHECK(tuned.recreate);
   CHECK(tuned.wait.enabled);
   CHECK(tuned.require == std::vector<std::string>{"ConfigMap/apps/old", "Namespace/apps"});
@@ -247,14 +251,17 @@ metadata:
                                  "(quote the value: an unquoted true, 1 or 1.10 is not a string)"});
   LoadResult typo = load_text(
       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n"
-      "    kstate.io/state: absnet\n    kstate.io/strategy: create_only\n",
+      "    kstate.io/state: absnet\n    kstate.io/strategy: create_only\n    kstate.io/takeover: disable\n",
       "typo.yaml");
-  CHECK(messages(typo) ==
-        std::vector<std::string>{
-            "typo.yaml:6:22: ConfigMap/a: annotation kstate.io/state: unknown value \"absnet\", expected present, "
-            "updated or absent (did you mean \"absent\"?)",
-            "typo.yaml:7:25: ConfigMap/a: annotation kstate.io/strategy: unknown strategy \"create_only\", expected "
-            "apply, replace or create-only (did you mean \"create-only\"?)"});
+  CHECK(
+      messages(typo) ==
+      std::vector<std::string>{
+          "typo.yaml:6:22: ConfigMap/a: annotation kstate.io/state: unknown value \"absnet\", expected present, "
+          "updated or absent (did you mean \"absent\"?)",
+          "typo.yaml:7:25: ConfigMap/a: annotation kstate.io/strategy: unknown strategy \"create_only\", expected "
+          "apply, replace or create-only (did you mean \"create-only\"?)",
+          "typo.yaml:8:25: ConfigMap/a: annotation kstate.io/takeover: unknown value \"disable\", expected disabled or "
+          "enabled (did you mean \"disabled\"?)"});
   CHECK(typo.states.empty());
   CHECK(typo.failed_files == std::set<std::string>{"typo.yaml"});
 }
@@ -550,13 +557,41 @@ void reset_peak_rss() {
 
 }  // namespace
 
-TEST_CASE("Memory: no file within the size limit takes more than a few hundred MB", "[loader][limits][memory]") {
-  struct Case {
-    std::string what;
-    std::string text;
-    std::string expected;
-  };
-  std::vector<Case> cases;
+namespace {
+
+struct MemoryCase {
+  std::string what;
+  std::string text;
+  std::string expected;
+};
+
+// Loads each case's text as one file: the limit's error comes, the peak RSS stays low.
+void check_memory(const std::vector<MemoryCase>& cases) {
+  for (const auto& one : cases) {
+    INFO(one.what);
+    reset_peak_rss();
+    const long before = peak_rss_kb();
+    const auto start = std::chrono::steady_clock::now();
+    LoadResult result = load_text(one.text, "big.yaml");
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const long growth_kb = peak_rss_kb() - before;
+    const auto limit_error = std::find_if(result.errors.begin(), result.errors.end(), [&](const LoadError& error) {
+      return error.message.find(one.expected) != std::string::npos;
+    });
+    REQUIRE(limit_error != result.errors.end());
+#if !defined(KSTATE_SANITIZED)  // (AddressSanitizer's quarantine and padding: printed only)
+    CHECK(growth_kb < 400 * 1024);
+#endif
+    WARN(one.what << ": refused in " << took << " s, peak RSS +" << growth_kb / 1024 << " MB (" << growth_kb << " kB); "
+                  << limit_error->to_string());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Memory: millions of documents in a file are refused after 10,000 (4 million took 4.2 GB)",
+          "[loader][limits][memory]") {
+  std::vector<MemoryCase> cases;
   std::string dashes;
   for (int i = 0; i < 4'000'000; ++i) {
     dashes += "---\n";
@@ -568,6 +603,12 @@ TEST_CASE("Memory: no file within the size limit takes more than a few hundred M
   }
   cases.push_back(
       {std::to_string(tiny.size() / 9) + " one-key documents (30 MB)", std::move(tiny), "more than 10000 documents"});
+  check_memory(cases);
+}
+
+TEST_CASE("Memory: millions of YAML nodes in a file, parsed or made by aliases, are refused after 2 million",
+          "[loader][limits][memory]") {
+  std::vector<MemoryCase> cases;
   std::string flow;
   for (int document = 0; document < 10; ++document) {
     flow += "[";
@@ -585,20 +626,7 @@ TEST_CASE("Memory: no file within the size limit takes more than a few hundred M
         "e: [*d, *d, *d, *d, *d, *d, *d, *d]\n---\n";
   }
   cases.push_back({"100 documents of 88,000 nodes by aliases each", std::move(laughs), "with what aliases expand to"});
-  for (const auto& one : cases) {
-    INFO(one.what);
-    reset_peak_rss();
-    const long before = peak_rss_kb();
-    const auto start = std::chrono::steady_clock::now();
-    LoadResult result = load_text(one.text, "big.yaml");
-    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const long growth_mb = (peak_rss_kb() - before) / 1024;
-    REQUIRE_FALSE(result.errors.empty());
-    CHECK_THAT(result.errors.back().message, Catch::Contains(one.expected));
-    CHECK(growth_mb < 400);
-    WARN(one.what << ": refused in " << took << " s, peak RSS +" << growth_mb << " MB; "
-                  << result.errors.back().to_string());
-  }
+  check_memory(cases);
 }
 
 TEST_CASE("Errors in files outside the manifests folder do not quote their content", "[loader][security]") {
@@ -629,7 +657,7 @@ TEST_CASE("Errors in files outside the manifests folder do not quote their conte
   CHECK_THAT(all, Catch::Contains((folder.path() / "shadow.yaml").string() + ":"));
   CHECK_THAT(all, Catch::Contains(not_shown + secret + ")"));
   CHECK_THAT(all, Catch::Contains((folder.path() / "linked.yaml").string() + ":2:3: " + not_shown + fake + ")"));
-  CHECK_THAT(all, Catch::Contains("\n" + fake + ":2:3: " + not_shown + fake + ")"));  // included by source:
+  CHECK_THAT(all, Catch::Contains(fake + ":2:3: " + not_shown + fake + ")"));  // included by source:
   // Inside the folder, errors quote as ever.
   CHECK_THAT(all, Catch::Contains("inside.yaml:2:3: inside-id: unknown function \"object_presnt\""));
   // A file given by name is the user's choice: quoted.

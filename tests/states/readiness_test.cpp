@@ -4,9 +4,10 @@
 #include "states/readiness.hpp"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <numeric>
 
-#include "tests/support/recording.hpp"
+#include "tests/support/recordings.hpp"
 
 namespace readiness_test {
 
@@ -199,7 +200,12 @@ TEST_CASE("an object is deleted when the server no longer has it (or has a new o
 
 // A recorded answer's object (its body), as the engine last saw it.
 json::Document recorded_object(int number) {
-  return parse(kstate::testing::recording(number).body);
+  static const std::map<int, std::string> files{{32, "32-get-deployment-after-controller.json"},
+                                                {69, "69-get-crd-terminating.json"},
+                                                {76, "76-get-namespace-held-by-finalizer.json"},
+                                                {77, "77-delete-namespace-200.json"},
+                                                {78, "78-get-namespace-last-before-404.json"}};
+  return kstate::testing::recorded_response_body(files.at(number));
 }
 
 TEST_CASE("a wait that runs out quotes what the object reports about itself (recordings 76, 77, 78, 69, 32)",

@@ -88,6 +88,11 @@ TEST_CASE("a CRD is established after the delay, then its kind is served and dis
   CHECK(str((*json::find(resources, "resources"))[0], {"name"}) == "widgets");
   CHECK(str((*json::find(resources, "resources"))[1], {"name"}) == "widgets/status");
   CHECK(h.post(kWidgets, widget(R"({"size":1})")).status == 201);
+  // Custom resources keep kind/apiVersion in a LIST (recording 65).
+  auto listed = parse(h.get(kWidgets));
+  REQUIRE(json::find(listed, "items")->Size() == 1);
+  CHECK(str((*json::find(listed, "items"))[0], {"kind"}) == "Widget");
+  CHECK(str((*json::find(listed, "items"))[0], {"apiVersion"}) == "example.com/v1");
 }
 
 TEST_CASE("with a CRD update delay, a version an update adds is served and discovered only after it") {
