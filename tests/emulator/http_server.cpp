@@ -45,7 +45,8 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr auto kIdleTimeout = std::chrono::minutes(5);
 constexpr auto kWriteTimeout = std::chrono::seconds(60);
 constexpr auto kTickInterval = std::chrono::milliseconds(50);
-constexpr auto kBookmarkInterval = std::chrono::seconds(1);
+// The watch cache sends a bookmark this long before a watch's timeoutSeconds ends.
+constexpr auto kBookmarkBeforeTimeout = std::chrono::seconds(2);
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') {
@@ -745,7 +746,22 @@ class Emulator {
       net::steady_timer* timer;
       ~Unregister() { set.erase(timer); }
     } unregister{watchers_, &wake};
-    auto last_sent = std::chrono::steady_clock::now();
+    // Bookmarks as kube-apiserver's watch cache sends them: about 2 s before timeoutSeconds
+    // ends (none in a watch of 2 s or less), and every --watch-bookmark-interval (real: a
+    // minute), each only when the revision has moved on since what the watcher last got
+    // (recordings 55, 56).
+    const auto started = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> before_timeout;
+    if (spec.timeout_seconds > 0 && std::chrono::seconds(spec.timeout_seconds) > kBookmarkBeforeTimeout) {
+      before_timeout = deadline - kBookmarkBeforeTimeout;
+    }
+    const auto interval = std::chrono::milliseconds(
+        static_cast<long>(std::ceil(std::max(options_.watch_bookmark_interval_seconds, 0.001) * 1000)));
+    auto next_bookmark = started + interval;
+    if (before_timeout && *before_timeout < next_bookmark) {
+      next_bookmark = *before_timeout;
+    }
+    std::uint64_t progress = last;  // what the watcher has: the last event or bookmark sent
     auto drop_generation = watch_drop_generation_;
     auto stall_generation = watch_stall_generation_;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -773,12 +789,21 @@ class Emulator {
           batch += line;
         }
         co_await write_chunk(stream, batch);
-        last_sent = std::chrono::steady_clock::now();
-      } else if (spec.bookmarks && std::chrono::steady_clock::now() - last_sent >= kBookmarkInterval) {
-        co_await write_chunk(stream, api_.bookmark_line(spec, api_.store().current_version(), false));
-        last_sent = std::chrono::steady_clock::now();
+        progress = last;
       }
-      wake.expires_at(std::min(deadline, std::chrono::steady_clock::now() + kBookmarkInterval));
+      const auto now = std::chrono::steady_clock::now();
+      if (spec.bookmarks && now >= next_bookmark) {
+        const std::uint64_t current = api_.store().current_version();
+        if (current > progress) {
+          co_await write_chunk(stream, api_.bookmark_line(spec, current, false));
+          progress = current;
+        }
+        next_bookmark = now + interval;
+        if (before_timeout && now < *before_timeout && *before_timeout < next_bookmark) {
+          next_bookmark = *before_timeout;
+        }
+      }
+      wake.expires_at(std::min(deadline, spec.bookmarks ? next_bookmark : deadline));
       boost::system::error_code ignored;
       co_await wake.async_wait(net::redirect_error(use_awaitable, ignored));
     }

@@ -41,6 +41,9 @@ struct EmulatorOptions {
   double deployment_controller_delay_seconds = 0;
   bool job_controller = true;
   double job_controller_delay_seconds = 0;
+  // Seconds between a watch's bookmarks (besides the one 2 s before its timeoutSeconds);
+  // kube-apiserver's watch cache: 60.
+  double watch_bookmark_interval_seconds = 1;
   std::uint64_t seed = 0;  // 0: random
 };
 

@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
                  "seconds after a Job is created before its status is written (default 0; real about 1)")
       ->check(seconds);
 
+  app.add_option("--watch-bookmark-interval", options.watch_bookmark_interval_seconds,
+                 "seconds between a watch's bookmarks when the revision moved on, besides the one 2 s before its "
+                 "timeoutSeconds (default 1; real 60)")
+      ->check(CLI::Range(0.001, 3600.0));
+
   app.add_option("--fault-latency-ms", options.faults.latency_ms, "added latency on every request");
   app.add_option("--fault-fail-fraction", options.faults.fail_fraction, "fraction of requests answered --fault-code");
   app.add_option("--fault-fail-next", options.faults.fail_next, "the next N requests are answered --fault-code");
@@ -101,6 +106,7 @@ int main(int argc, char** argv) {
         {"--namespace-recheck-interval", &options.namespace_recheck_interval_seconds, 15},
         {"--deployment-controller-delay", &options.deployment_controller_delay_seconds, 0.5},
         {"--job-controller-delay", &options.job_controller_delay_seconds, 1},
+        {"--watch-bookmark-interval", &options.watch_bookmark_interval_seconds, 60},
     };
     for (const auto& delay : delays) {
       if (app.count(delay.flag) == 0) {

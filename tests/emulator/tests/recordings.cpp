@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace kstate::emulator::test {
 
@@ -406,7 +407,23 @@ kstate::testing::EmulatorOptions conformance_emulator() {
   kstate::testing::EmulatorOptions options;
   options.version = "1.32";
   options.crd_establish_delay_seconds = 0.02;
+  // Long enough to look at the states in between (a CRD being cleaned up, a namespace
+  // before the controller's first pass), short enough for a test of seconds.
+  options.extra_args = {
+      "--crd-deletion-delay",         "0.3", "--crd-create-hold",         "0.3", "--namespace-deletion-delay", "0.6",
+      "--namespace-recheck-interval", "0.2", "--watch-bookmark-interval", "60"};
   return options;
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 std::string mismatch_report(const RecordedExchange& exchange, const std::vector<Mismatch>& mismatches) {

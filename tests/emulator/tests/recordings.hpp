@@ -7,6 +7,8 @@
 // exactly what the emulator answers differently.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -117,6 +119,10 @@ Reply recorder_request(const kstate::testing::Emulator& emulator, const std::str
 // The emulator the conformance tests replay against: the recorded version (1.32) and
 // controllers fast enough for tests that take seconds.
 kstate::testing::EmulatorOptions conformance_emulator();
+
+// Polls `condition` (every 20 ms) until it holds or `limit` passes: for the states
+// controllers reach some time after a request, over the real server's clock.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = std::chrono::seconds(10));
 
 // "File: title" plus the mismatches, for a test's failure message; empty when they match.
 std::string mismatch_report(const RecordedExchange& exchange, const std::vector<Mismatch>& mismatches);
