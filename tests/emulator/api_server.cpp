@@ -829,7 +829,17 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
     }
     json::set(doc, "paths", std::move(paths), allocator);
     Value components(rapidjson::kObjectType);
-    json::set(components, "schemas", Value(rapidjson::kObjectType), allocator);
+    Value schemas(rapidjson::kObjectType);
+    if (options_.openapi_schemas) {
+      std::vector<const ResourceType*> served;
+      for (const auto* type : catalog_.all()) {
+        if (type->group == group && type->version == version) {
+          served.push_back(type);
+        }
+      }
+      add_openapi_schemas(served, schemas, allocator);
+    }
+    json::set(components, "schemas", std::move(schemas), allocator);
     json::set(doc, "components", std::move(components), allocator);
     return json::dump(doc);
   };

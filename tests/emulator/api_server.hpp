@@ -98,6 +98,12 @@ class ApiServer {
     // false: /api and /apis ignore the aggregated media types in Accept (legacy JSON when
     // Accept allows it, 406 otherwise), as kube-apiserver before 1.26 does.
     bool aggregated_discovery = true;
+    // true: /openapi/v3/<group version> documents carry schemas of the built-in kinds,
+    // made from the field table (builtin_schema.hpp), for clients that check objects
+    // against them (kstate test). kube-apiserver always publishes its full schemas; off
+    // by default, because with partial ones kubectl would compute its client-side
+    // apply patches from them instead of from its compiled-in types.
+    bool openapi_schemas = false;
     // kube-apiserver's --etcd-compaction-interval: every interval, the watch history is
     // compacted to the revision of the previous interval, so a long-running emulator
     // keeps one to two intervals of old object versions, not every write (0: never).

@@ -340,6 +340,7 @@ class Emulator {
     api_options.root_ca_pem = ca_pem;
     api_options.version = options.version;
     api_options.aggregated_discovery = options.aggregated_discovery;
+    api_options.openapi_schemas = options.openapi_schemas;
     api_options.compaction_interval = milliseconds(options.compaction_interval_seconds);
     api_options.crd_create_hold = milliseconds(options.crd_create_hold_seconds);
     api_options.crd_create_hold_window = milliseconds(options.crd_create_hold_window_seconds);

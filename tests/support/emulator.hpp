@@ -35,6 +35,8 @@ struct EmulatorOptions {
   // false: --no-namespace-controllers (no `default` ServiceAccount or `kube-root-ca.crt`
   // ConfigMap in each namespace), for tests that count every object of a collection
   bool namespace_controllers = true;
+  // true: --openapi-schemas (OpenAPI v3 documents carry the built-in kinds' schemas)
+  bool openapi_schemas = false;
 };
 // For tests that count every object of a collection they fill.
 inline EmulatorOptions without_namespace_controllers() {
