@@ -1105,7 +1105,7 @@ struct Engine::Impl {
       const std::string kind_key = slot.ref.gvk.group + "/" + slot.ref.gvk.kind;
       auto crd = pending_crd_kinds.find(kind_key);
       if (options.test_mode && crd != pending_crd_kinds.end() && state.function != Function::object_absent) {
-        pending_custom_resource(index, crd->second);
+        co_await pending_custom_resource(index, crd->second);
         co_return;
       }
       auto updated_crd = updated_crd_kinds.find(kind_key);
@@ -1187,7 +1187,7 @@ struct Engine::Impl {
     } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0) {
       fail(index, slot.ref.display() + " does not exist (namespace " + slot.ref.ns + " does not exist yet)");
     } else if (state.function == Function::object_updated) {
-      would_update_created(index);
+      co_await would_update_created(index);
     } else {
       // Even a dry run answers 404 here (recording 41): what the server would refuse is
       // found against the schema it publishes, so that no object shown as "would be
@@ -1219,7 +1219,8 @@ struct Engine::Impl {
   // publishes for its kind (OpenAPI v3), or, for a custom resource whose group version
   // the server does not publish, against its CustomResourceDefinition's schema.
   // `not_yet`: why the server cannot check it (for the message).
-  asio::awaitable<LocalCheck> check_locally(std::size_t index, const json::Value& object, const std::string& not_yet) {
+  asio::awaitable<LocalCheck> check_locally(std::size_t index, const json::Value& object, const std::string& not_yet,
+                                            Completeness completeness = Completeness::whole_object) {
     const GroupVersionKind gvk = slots[index].ref.gvk;
     auto verdict = [&not_yet](const std::vector<SchemaViolation>& violations, const std::string& against) {
       if (violations.empty()) {
@@ -1231,10 +1232,20 @@ struct Engine::Impl {
       }
       return LocalCheck{LocalCheck::Outcome::invalid, std::move(text)};
     };
+    // A kind whose CRD this run creates or updates: that CRD's schema, as it will be.
+    for (const auto* crds : {&pending_crd_kinds, &updated_crd_kinds}) {
+      if (auto crd = crds->find(gvk.group + "/" + gvk.kind); crd != crds->end()) {
+        auto schema = crd_version_schema(crd->second, gvk.version);
+        if (schema.ok() && *schema != nullptr) {
+          co_return verdict(validate_against_schema(object, **schema, completeness),
+                            "the schema of CustomResourceDefinition " + string_at(crd->second, {"metadata", "name"}));
+        }
+      }
+    }
     auto published = co_await resolver.published_schema(gvk);
     if (published.ok() && published->has_value()) {
       const discovery::PublishedSchema& found = **published;
-      co_return verdict(validate_against_openapi(object, *found.schema, *found.components),
+      co_return verdict(validate_against_openapi(object, *found.schema, *found.components, completeness),
                         "the server's OpenAPI schema of " + gvk.api_version() + " " + gvk.kind);
     }
     std::string why_not = published.ok()
@@ -1246,7 +1257,7 @@ struct Engine::Impl {
         const std::string crd_name = string_at(**crd, {"metadata", "name"});
         auto schema = crd_version_schema(**crd, gvk.version);
         if (schema.ok() && *schema != nullptr) {
-          co_return verdict(validate_against_schema(object, **schema),
+          co_return verdict(validate_against_schema(object, **schema, completeness),
                             "the schema of CustomResourceDefinition " + crd_name);
         }
         why_not += schema.ok()
@@ -1254,7 +1265,7 @@ struct Engine::Impl {
                        : "; " + schema.error().message;
       }
     }
-    co_return LocalCheck{LocalCheck::Outcome::not_validated, "not validated (" + why_not + ")"};
+    co_return LocalCheck{LocalCheck::Outcome::not_validated, "not validated: " + why_not};
   }
 
   // Test mode: a custom resource the server cannot take yet (its CRD, or the version it
@@ -1445,7 +1456,7 @@ struct Engine::Impl {
 
   // Test mode: the CRD of this custom resource is only created by this run, so the
   // server cannot validate it: check it against the CRD's schema here instead.
-  void pending_custom_resource(std::size_t index, const json::Value& crd) {
+  asio::awaitable<void> pending_custom_resource(std::size_t index, const json::Value& crd) {
     Slot& slot = slots[index];
     State& state = states[index];
     std::string crd_name = string_at(crd, {"metadata", "name"});
@@ -1455,15 +1466,15 @@ struct Engine::Impl {
       if (pending_objects.count(slot.ref.display()) == 0) {
         fail(index, slot.ref.display() + " does not exist (" + not_yet + ")");
       } else {
-        would_update_created(index);
+        co_await would_update_created(index);
       }
-      return;
+      co_return;
     }
     json::Document desired = desired_object(index);
     auto schema = crd_version_schema(crd, slot.ref.gvk.version);
     if (!schema.ok()) {
       fail(index, schema.error().message + " (checked locally: " + not_yet + ")");
-      return;
+      co_return;
     }
     std::string violations;
     if (*schema != nullptr) {
@@ -1474,7 +1485,7 @@ struct Engine::Impl {
     if (!violations.empty()) {
       fail(index, "invalid against the schema of CustomResourceDefinition " + crd_name +
                       " (checked locally: " + not_yet + "):" + violations);
-      return;
+      co_return;
     }
     changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
     slot.result.comment =
@@ -1485,13 +1496,21 @@ struct Engine::Impl {
     pending_objects.insert(slot.ref.display());
   }
 
-  // Test mode: the object this object_updated changes is only created by this run.
-  void would_update_created(std::size_t index) {
+  // Test mode: the object this object_updated changes is only created by this run, so
+  // the server cannot check the update: its fields are checked locally (not for
+  // completeness: it names only those it changes).
+  asio::awaitable<void> would_update_created(std::size_t index) {
     Slot& slot = slots[index];
     json::Document desired = desired_object(index, false);
+    const std::string not_yet = slot.ref.display() + " does not exist yet";
+    LocalCheck check = co_await check_locally(index, desired, not_yet, Completeness::fields_only);
+    if (check.outcome == LocalCheck::Outcome::invalid) {
+      fail(index, check.text);
+      co_return;
+    }
     changed(index, "updated", object_diff(json::Value(), desired, diff_label(slot.ref)));
-    slot.result.comment = "would be updated once this run creates it; server validation skipped because " +
-                          slot.ref.display() + " does not exist yet";
+    slot.result.comment = "would be updated once this run creates it; " + check.text +
+                          " (server validation skipped because " + not_yet + ")";
   }
 
   // The object to send: the manifest with its namespace set, kstate's ownership
@@ -2192,7 +2211,7 @@ struct Engine::Impl {
     }
     const json::Value* found = *got;
     if (found->IsNull() && options.test_mode && pending_objects.count(slot.ref.display()) > 0) {
-      would_update_created(index);
+      co_await would_update_created(index);
       co_return;
     }
     if (found->IsNull() && made_by_the_cluster_here(index) && !options.test_mode) {

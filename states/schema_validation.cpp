@@ -94,6 +94,7 @@ class Validator {
   // Set: validating against an OpenAPI v3 document (validate_against_openapi), whose
   // schemas point into these with $ref.
   const json::Value* components = nullptr;
+  bool check_required = true;  // Completeness::whole_object
 
  private:
   // References being followed: bounded, so that a document whose references form a
@@ -320,7 +321,8 @@ class Validator {
         violations.push_back({field, "unknown field \"" + field + "\""});
       }
     }
-    if (const json::Value* required = json::find(schema, "required"); required != nullptr && required->IsArray()) {
+    if (const json::Value* required = json::find(schema, "required");
+        check_required && required != nullptr && required->IsArray()) {
       for (const auto& name : required->GetArray()) {
         if (name.IsString() && json::find(value, name.GetString()) == nullptr && !defaulted(properties, name)) {
           add(child(path, name.GetString()), "Required value");
@@ -332,15 +334,18 @@ class Validator {
 
 }  // namespace
 
-std::vector<SchemaViolation> validate_against_schema(const json::Value& object, const json::Value& schema) {
+std::vector<SchemaViolation> validate_against_schema(const json::Value& object, const json::Value& schema,
+                                                     Completeness completeness) {
   Validator validator;
+  validator.check_required = completeness == Completeness::whole_object;
   validator.check(object, schema, "", true);
   return std::move(validator.violations);
 }
 
 std::vector<SchemaViolation> validate_against_openapi(const json::Value& object, const json::Value& schema,
-                                                      const json::Value& components) {
+                                                      const json::Value& components, Completeness completeness) {
   Validator validator;
+  validator.check_required = completeness == Completeness::whole_object;
   validator.components = &components;
   validator.check(object, schema, "", true);
   return std::move(validator.violations);

@@ -22,10 +22,15 @@ struct SchemaViolation {
   std::string message;  // the whole line, field included: `spec.replicas: Required value`
 };
 
-// Violations of `object` (a whole custom resource) against `schema` (an
-// openAPIV3Schema). apiVersion, kind and metadata are always allowed at the top, as
-// the API server allows them; metadata is not checked here.
-std::vector<SchemaViolation> validate_against_schema(const json::Value& object, const json::Value& schema);
+// What an object to validate holds: all its fields, or only those an update changes
+// (object_updated's), of which none can be missing.
+enum class Completeness { whole_object, fields_only };
+
+// Violations of `object` (a custom resource) against `schema` (an openAPIV3Schema).
+// apiVersion, kind and metadata are always allowed at the top, as the API server
+// allows them; metadata is not checked here.
+std::vector<SchemaViolation> validate_against_schema(const json::Value& object, const json::Value& schema,
+                                                     Completeness completeness = Completeness::whole_object);
 
 // Violations of a built-in object against its kind's schema in the API server's
 // OpenAPI v3 document (GET /openapi/v3/<group version>): `schema` is the kind's entry of
@@ -37,7 +42,8 @@ std::vector<SchemaViolation> validate_against_schema(const json::Value& object, 
 // in, not missing; metadata is checked too (ObjectMeta: `metadata.annotation` is an
 // unknown field). Messages are validate_against_schema's.
 std::vector<SchemaViolation> validate_against_openapi(const json::Value& object, const json::Value& schema,
-                                                      const json::Value& components);
+                                                      const json::Value& components,
+                                                      Completeness completeness = Completeness::whole_object);
 
 // The field a server names in the manifest's terms. Server-side apply names fields in
 // structured-merge-diff's notation, list items by their keys
