@@ -907,8 +907,28 @@ struct Engine::Impl {
     slot.done = true;
     slot.result.result = false;
     slot.result.comment = std::move(comment);
-    spdlog::warn("failed {} ({}): {}", slot.result.name, slot.result.source.to_string(),
-                 slot.result.comment.substr(0, slot.result.comment.find('\n')));
+    spdlog::warn("failed {} ({}): {}", slot.result.name, slot.result.source.to_string(), one_line(slot.result.comment));
+  }
+
+  // A comment on one log line: the lines after the first (each field an Invalid answer
+  // or a local check names: "  * spec.replicas: ...") joined with "; ".
+  static std::string one_line(std::string_view comment) {
+    std::string line;
+    for (std::size_t at = 0; at <= comment.size();) {
+      std::size_t end = std::min(comment.find('\n', at), comment.size());
+      std::string_view part = comment.substr(at, end - at);
+      while (part.starts_with(' ')) {
+        part.remove_prefix(1);
+      }
+      if (part.starts_with("* ")) {
+        part.remove_prefix(2);
+      }
+      if (!part.empty()) {
+        line += (line.empty() ? "" : "; ") + std::string(part);
+      }
+      at = end + 1;
+    }
+    return line;
   }
 
   void succeed(std::size_t index, std::string comment) {

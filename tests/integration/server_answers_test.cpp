@@ -84,6 +84,10 @@ TEST_CASE("apply: a field the server's schema does not declare is a manifest err
     // Server-side apply answered 500 (recording 26): the request's fault, sent once.
     CHECK(cluster.emulator.count_requests("PATCH", typo_path) == 1);
     CHECK(run.out.find("gave up after") == std::string::npos);
+    // The log (the daemon's too) says it on one line, with the state's file:line.
+    CHECK(run.err.find("failed ConfigMap/default/typo (" + dir +
+                       "/app.yaml:9:1): the object does not match the server's schema for its kind; "
+                       "metadata.annotation: field not declared in schema") != std::string::npos);
     // The other state is unaffected.
     CHECK(block_of(run.out, "ConfigMap/default/fine").find("Result: False") == std::string::npos);
   }
