@@ -18,22 +18,12 @@
 namespace server_answers_test {
 
 using kstate::testing::field;
+using kstate::testing::state_block;
 using kstate::testing::write_file;
 using Cluster = kstate::testing::KstateCluster;
 namespace json = kstate::json;
 
 namespace {
-
-// The block of the text report for one state (from its separator to the next).
-std::string block_of(const std::string& report, const std::string& name) {
-  const std::size_t at = report.find("Name: " + name + "\n");
-  if (at == std::string::npos) {
-    return {};
-  }
-  const std::size_t start = report.rfind("----------", at);
-  const std::size_t end = report.find("----------", at);
-  return report.substr(start, end == std::string::npos ? std::string::npos : end - start);
-}
 
 std::size_t occurrences(const std::string& text, const std::string& part) {
   std::size_t count = 0;
@@ -75,7 +65,7 @@ TEST_CASE("apply: a field the server's schema does not declare is a manifest err
     cluster.emulator.reset_request_log();
     auto run = std::string(command) == "test" ? cluster.test(dir) : cluster.apply(dir);
     CHECK(run.exit_code == 2);
-    const std::string typo = block_of(run.out, "ConfigMap/default/typo");
+    const std::string typo = state_block(run.out, "ConfigMap/default/typo");
     CHECK(typo.find("Result: False") != std::string::npos);
     // The field as a manifest path, and where the state is.
     CHECK(typo.find("Comment: the object does not match the server's schema for its kind\n"
@@ -89,7 +79,7 @@ TEST_CASE("apply: a field the server's schema does not declare is a manifest err
                        "/app.yaml:9:1): the object does not match the server's schema for its kind; "
                        "metadata.annotation: field not declared in schema") != std::string::npos);
     // The other state is unaffected.
-    CHECK(block_of(run.out, "ConfigMap/default/fine").find("Result: False") == std::string::npos);
+    CHECK(state_block(run.out, "ConfigMap/default/fine").find("Result: False") == std::string::npos);
   }
   CHECK(cluster.get(typo_path).IsNull());
   CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/fine").IsNull());
@@ -128,7 +118,7 @@ spec:
 )");
   auto apply = cluster.apply(dir);
   CHECK(apply.exit_code == 2);
-  const std::string gizmo = block_of(apply.out, "Gizmo/default/gizmo-c");
+  const std::string gizmo = state_block(apply.out, "Gizmo/default/gizmo-c");
   CHECK(gizmo.find("Result: False") != std::string::npos);
   CHECK(gizmo.find("  * spec.colour: field not declared in schema") != std::string::npos);
   CHECK(gizmo.find("10-gizmo.yaml:1:1") != std::string::npos);
@@ -157,7 +147,7 @@ data: {a: b}
   CHECK(apply.exit_code == 0);
   for (const char* name : {"ConfigMap/default/one", "ConfigMap/default/two"}) {
     INFO(name);
-    CHECK(block_of(apply.out, name).find("     Warning: " + text + "\n") != std::string::npos);
+    CHECK(state_block(apply.out, name).find("     Warning: " + text + "\n") != std::string::npos);
   }
   // The log (the daemon's, and apply's stderr) says it once per run, as kubectl prints it.
   CHECK(occurrences(apply.err, "Warning: " + text) == 1);
@@ -210,7 +200,7 @@ data: {a: b}
       tail + R"("})");
   auto apply = cluster.apply(dir);
   CHECK(apply.exit_code == 0);
-  const std::string shown = block_of(apply.out, "ConfigMap/default/one");
+  const std::string shown = state_block(apply.out, "ConfigMap/default/one");
   CHECK(shown.find("     Warning: paint \\u009b31mred xxx") != std::string::npos);
   CHECK(shown.find("\xc2\x9b") == std::string::npos);
   CHECK(shown.find(" more bytes)\n") != std::string::npos);
@@ -258,7 +248,7 @@ spec: {size: 1}
   cluster.emulator.reset_request_log();
   auto apply = cluster.apply(dir);
   CHECK(apply.exit_code == 2);
-  const std::string shown = block_of(apply.out, "Widget/default/w");
+  const std::string shown = state_block(apply.out, "Widget/default/w");
   CHECK(shown.find("Result: False") != std::string::npos);
   // Not the raw 404, but what the server's discovery now says.
   CHECK(shown.find("the server does not offer kind \"Widget\" in version \"example.com/v1\"") != std::string::npos);

@@ -11,21 +11,11 @@
 
 namespace test_mode_validation_test {
 
+using kstate::testing::state_block;
 using kstate::testing::write_file;
 using Cluster = kstate::testing::KstateCluster;
 
 namespace {
-
-// The block of the text report for one state (from its separator to the next).
-std::string block_of(const std::string& report, const std::string& name) {
-  const std::size_t at = report.find("Name: " + name + "\n");
-  if (at == std::string::npos) {
-    return {};
-  }
-  const std::size_t start = report.rfind("----------", at);
-  const std::size_t end = report.find("----------", at);
-  return report.substr(start, end == std::string::npos ? std::string::npos : end - start);
-}
 
 // A Deployment in namespace `fresh` with this spec (15 lines with valid_spec).
 std::string deployment(const std::string& name, const std::string& spec) {
@@ -79,30 +69,30 @@ TEST_CASE("test mode checks objects in a namespace the run creates against the s
   CHECK(test.exit_code == 2);
   const std::string file = dir + "/10-apps.yaml";
 
-  const std::string valid = block_of(test.out, "Deployment/fresh/valid");
+  const std::string valid = state_block(test.out, "Deployment/fresh/valid");
   CHECK(valid.find("Result: None") != std::string::npos);
   CHECK(valid.find("Comment: would be created; validated locally against the server's OpenAPI schema of apps/v1 "
                    "Deployment (server validation skipped because namespace fresh does not exist yet)") !=
         std::string::npos);
 
-  const std::string three = block_of(test.out, "Deployment/fresh/three");
+  const std::string three = state_block(test.out, "Deployment/fresh/three");
   CHECK(three.find("Result: False") != std::string::npos);
   CHECK(three.find("Comment: invalid against the server's OpenAPI schema of apps/v1 Deployment (checked locally: "
                    "namespace fresh does not exist yet):\n  spec.replicas: Invalid value: \"string\": spec.replicas "
                    "in body must be of type integer: \"string\"") != std::string::npos);
   CHECK(three.find("Source: " + file + ":17:1") != std::string::npos);
 
-  const std::string misspelt = block_of(test.out, "Deployment/fresh/misspelt");
+  const std::string misspelt = state_block(test.out, "Deployment/fresh/misspelt");
   CHECK(misspelt.find("Result: False") != std::string::npos);
   CHECK(misspelt.find("  unknown field \"spec.replica\"") != std::string::npos);
   CHECK(misspelt.find("Source: " + file + ":32:1") != std::string::npos);
 
-  const std::string no_selector = block_of(test.out, "Deployment/fresh/no-selector");
+  const std::string no_selector = state_block(test.out, "Deployment/fresh/no-selector");
   CHECK(no_selector.find("Result: False") != std::string::npos);
   CHECK(no_selector.find("  spec.selector: Required value") != std::string::npos);
   CHECK(no_selector.find("Source: " + file + ":47:1") != std::string::npos);
 
-  const std::string settings = block_of(test.out, "ConfigMap/fresh/settings");
+  const std::string settings = state_block(test.out, "ConfigMap/fresh/settings");
   CHECK(settings.find("Result: False") != std::string::npos);
   CHECK(settings.find("  unknown field \"metadata.annotation\"") != std::string::npos);
   CHECK(test.out.find("Failed: 4") != std::string::npos);
@@ -157,9 +147,9 @@ stringData: {token: hunter2}
   for (const char* name :
        {"Deployment/fresh/web", "Service/fresh/web", "ConfigMap/fresh/settings", "Secret/fresh/token"}) {
     INFO(name);
-    CHECK(
-        block_of(test.out, name).find("would be created; validated locally against the server's OpenAPI schema of ") !=
-        std::string::npos);
+    CHECK(state_block(test.out, name)
+              .find("would be created; validated locally against the server's OpenAPI schema of ") !=
+          std::string::npos);
   }
   CHECK(test.out.find("Comment: would be updated once this run creates it; validated locally against the server's "
                       "OpenAPI schema of apps/v1 Deployment (server validation skipped because "
@@ -236,10 +226,10 @@ spec: {colour: red}
 )");
   auto test = cluster.test(dir);
   CHECK(test.exit_code == 2);
-  const std::string good = block_of(test.out, "Widget/fresh/good");
+  const std::string good = state_block(test.out, "Widget/fresh/good");
   CHECK(good.find("Result: None") != std::string::npos);
   CHECK(good.find("would be created; validated locally against ") != std::string::npos);
-  const std::string bad = block_of(test.out, "Widget/fresh/bad");
+  const std::string bad = state_block(test.out, "Widget/fresh/bad");
   CHECK(bad.find("Result: False") != std::string::npos);
   CHECK(bad.find("  spec.size: Required value") != std::string::npos);
   CHECK(bad.find("unknown field \"spec.colour\"") != std::string::npos);

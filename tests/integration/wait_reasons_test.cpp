@@ -17,12 +17,12 @@ namespace {
 
 // The comment of a state in the text report ("" when it is not there).
 std::string comment_of(const std::string& report, const std::string& name) {
-  const std::size_t at = report.find("Name: " + name + "\n");
-  const std::size_t comment = report.find("Comment: ", at);
-  if (at == std::string::npos || comment == std::string::npos) {
+  const std::string block = kstate::testing::state_block(report, name);
+  const std::size_t comment = block.find("Comment: ");
+  if (comment == std::string::npos) {
     return {};
   }
-  return report.substr(comment + 9, report.find("\n      Source: ", comment) - comment - 9);
+  return block.substr(comment + 9, block.find("\n      Source: ", comment) - comment - 9);
 }
 
 }  // namespace

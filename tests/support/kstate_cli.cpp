@@ -43,6 +43,16 @@ int KstateCluster::writes() const {
          emulator.count_requests("PATCH", "/api") + emulator.count_requests("DELETE", "/api");
 }
 
+std::string state_block(const std::string& report, const std::string& name) {
+  const std::size_t at = report.find("Name: " + name + "\n");
+  if (at == std::string::npos) {
+    return {};
+  }
+  const std::size_t start = report.rfind("----------", at);
+  const std::size_t end = report.find("----------", at);
+  return report.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
 std::string field(const json::Value& object, std::initializer_list<std::string_view> path) {
   const json::Value* v = json::find_path(object, path);
   if (v == nullptr) {

@@ -38,6 +38,10 @@ struct KstateCluster {
   int writes() const;
 };
 
+// The block of a text report about the state of object `name` ("Kind/ns/name"): from
+// its separator line to the next; "" when the report has none.
+std::string state_block(const std::string& report, const std::string& name);
+
 // The string form of a field (a string as is, anything else as JSON); "" when absent.
 std::string field(const json::Value& object, std::initializer_list<std::string_view> path);
 
