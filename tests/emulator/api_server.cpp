@@ -3,7 +3,6 @@
 // would see against a real cluster.
 #include "tests/emulator/api_server.hpp"
 
-#include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -11,6 +10,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "core/encoding.hpp"
 #include "tests/emulator/builtin_schema.hpp"
 #include "tests/emulator/defaults.hpp"
 #include "tests/emulator/field_set.hpp"
@@ -155,32 +155,6 @@ std::vector<std::string> split_path(std::string_view path) {
     start = slash + 1;
   }
   return segments;
-}
-
-std::string base64(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                               reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(length));
-  return out;
-}
-
-std::optional<std::string> unbase64(std::string_view data) {
-  if (data.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::string out(3 * data.size() / 4 + 1, '\0');
-  int length = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                               reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  if (length < 0) {
-    return std::nullopt;
-  }
-  size_t padding = 0;
-  while (padding < data.size() && data[data.size() - 1 - padding] == '=') {
-    ++padding;
-  }
-  out.resize(static_cast<size_t>(length) - padding);
-  return out;
 }
 
 // What kube-apiserver's ETags and OpenAPI hashes look like: SHA-512, upper-case hex.
@@ -641,7 +615,7 @@ std::string storage_version_hash(const ResourceType& type) {
   const std::string text = type.group + "/" + type.version + "/" + type.kind;
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  return base64(std::string_view(reinterpret_cast<const char*>(digest), 8));
+  return encoding::base64_encode(std::string_view(reinterpret_cast<const char*>(digest), 8));
 }
 
 // A legacy APIResourceList's entries: the resource, then its subresources side by side (recording 07).
@@ -784,7 +758,8 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
   auto gv_path = [](const std::string& group, const std::string& version) {
     return group.empty() ? "api/" + version : "apis/" + group + "/" + version;
   };
-  auto gv_document = [&](const std::string& group, const std::string& version) {
+  // Every document starts with the OpenAPI version and the server's.
+  auto new_document = [&] {
     Document doc(rapidjson::kObjectType);
     auto& allocator = doc.GetAllocator();
     json::set_string(doc, "openapi", "3.0.0", allocator);
@@ -792,6 +767,11 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
     json::set_string(info, "title", "Kubernetes", allocator);
     json::set_string(info, "version", "v" + options_.version + ".0", allocator);
     json::set(doc, "info", std::move(info), allocator);
+    return doc;
+  };
+  auto gv_document = [&](const std::string& group, const std::string& version) {
+    Document doc = new_document();
+    auto& allocator = doc.GetAllocator();
     Value paths(rapidjson::kObjectType);
     for (const auto* type : catalog_.all()) {
       if (type->group != group || type->version != version) {
@@ -846,13 +826,8 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
   // The discovery paths ("api", "apis", "apis/<group>") have documents too, without
   // operations here.
   auto discovery_document_for = [&](const std::string& path) {
-    Document doc(rapidjson::kObjectType);
+    Document doc = new_document();
     auto& allocator = doc.GetAllocator();
-    json::set_string(doc, "openapi", "3.0.0", allocator);
-    Value info(rapidjson::kObjectType);
-    json::set_string(info, "title", "Kubernetes", allocator);
-    json::set_string(info, "version", "v" + options_.version + ".0", allocator);
-    json::set(doc, "info", std::move(info), allocator);
     Value paths(rapidjson::kObjectType);
     json::set(paths, "/" + path + "/", Value(rapidjson::kObjectType), allocator);
     json::set(doc, "paths", std::move(paths), allocator);
@@ -1145,7 +1120,7 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
   }
   std::string after;
   if (auto token = query(request, "continue"); !token.empty()) {
-    auto decoded = unbase64(token);
+    auto decoded = encoding::base64_decode(token);
     auto parsed = decoded ? json::parse(*decoded) : Result<Document>(Error(ErrorKind::invalid, "bad token"));
     if (!parsed || json::find(*parsed, "start") == nullptr) {
       return bad_request("continue key is not valid: invalid continue token");
@@ -1180,8 +1155,8 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     Document token(rapidjson::kObjectType);
     json::set_string(token, "start", last_key, token.GetAllocator());
     json::set_string(token, "rv", version, token.GetAllocator());
-    metadata +=
-        ",\"continue\":\"" + base64(json::dump(token)) + "\",\"remainingItemCount\":" + std::to_string(remaining);
+    metadata += ",\"continue\":\"" + encoding::base64_encode(json::dump(token)) +
+                "\",\"remainingItemCount\":" + std::to_string(remaining);
   }
   if (remaining == 0 && type.custom) {
     metadata += ",\"continue\":\"\"";  // custom resource lists always carry it
@@ -1334,7 +1309,7 @@ std::string ApiServer::bookmark_line(const WatchSpec& spec, std::uint64_t versio
     annotations =
         ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\","
         "\"kubernetes.io/initial-events-list-blueprint\":\"" +
-        base64(blueprint) + "\"}";
+        encoding::base64_encode(blueprint) + "\"}";
   }
   return "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"" + spec.kind + "\",\"apiVersion\":\"" + spec.api_version +
          "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(version) + "\",\"creationTimestamp\":null" +
@@ -1433,6 +1408,28 @@ std::optional<Response> handle_unknown_fields(const ResourceType& type, Value& o
   for (const auto& field : unknown) {
     warnings.push_back("unknown field \"" + field + "\"");
   }
+  return std::nullopt;
+}
+
+// What decoding a written object into the kind's Go type does: unknown fields per
+// fieldValidation (for what a client wrote; a server-side apply had its schema check
+// already) or a custom resource's schema, quantities and times normalised, the scheme's
+// defaults. A non-empty answer refuses the write.
+std::optional<Response> decode_object(const Request& request, const ResourceType& type, Value& object,
+                                      Allocator& allocator, bool client_fields, std::vector<std::string>& warnings,
+                                      std::vector<FieldCause>& causes) {
+  if (client_fields) {
+    if (auto rejected = handle_unknown_fields(type, object, field_validation(request), warnings, causes)) {
+      return rejected;
+    }
+  } else if (type.custom && type.schema) {
+    std::vector<std::string> none;
+    causes = validate_and_prune(*type.schema, object, none);
+  }
+  if (auto undecodable = normalize_decoded(type, object, allocator)) {
+    return bad_request(decode_error_message(type, *undecodable));
+  }
+  apply_defaults(type, object, allocator);
   return std::nullopt;
 }
 
@@ -1608,18 +1605,9 @@ Response ApiServer::create_object(const Request& request, const Target& target, 
   }
   std::vector<std::string> warnings;
   std::vector<FieldCause> causes;
-  if (!from_apply) {
-    if (auto rejected = handle_unknown_fields(type, body, field_validation(request), warnings, causes)) {
-      return *rejected;
-    }
-  } else if (type.custom && type.schema) {
-    std::vector<std::string> none;  // an apply with unknown fields was refused before
-    causes = validate_and_prune(*type.schema, body, none);
+  if (auto refused = decode_object(request, type, body, allocator, !from_apply, warnings, causes)) {
+    return *refused;
   }
-  if (auto undecodable = normalize_decoded(type, body, allocator)) {
-    return bad_request(decode_error_message(type, *undecodable));
-  }
-  apply_defaults(type, body, allocator);
   auto more = validate_object(type, body);
   causes.insert(causes.end(), more.begin(), more.end());
   if (!causes.empty()) {
@@ -1752,18 +1740,9 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
   json::set(metadata, "resourceVersion", Value(*json::find(old_metadata, "resourceVersion"), allocator), allocator);
   std::vector<std::string> warnings;
   std::vector<FieldCause> causes;
-  if (record_manager) {
-    if (auto rejected = handle_unknown_fields(type, updated, field_validation(request), warnings, causes)) {
-      return *rejected;
-    }
-  } else if (type.custom && type.schema) {
-    std::vector<std::string> none;  // an apply with unknown fields was refused before
-    causes = validate_and_prune(*type.schema, updated, none);
+  if (auto refused = decode_object(request, type, updated, allocator, record_manager, warnings, causes)) {
+    return *refused;
   }
-  if (auto undecodable = normalize_decoded(type, updated, allocator)) {
-    return bad_request(decode_error_message(type, *undecodable));
-  }
-  apply_defaults(type, updated, allocator);
   if (type.group.empty() && type.plural == "services") {
     // An update that omits what the Service's creation allocated keeps it.
     Value& spec = json::ensure_object(updated, "spec", allocator);

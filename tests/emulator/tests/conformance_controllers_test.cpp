@@ -15,35 +15,10 @@ using kstate::testing::Emulator;
 
 namespace {
 
-json::Document check(const Replayer& replayer, const char* number, const JsonComparison& comparison) {
-  auto exchange = load_recording(number);
-  auto reply = replayer.send(exchange);
-  CHECK(mismatch_report(exchange, compare_reply(exchange, reply, comparison)) == "");
-  return reply_json(reply);
-}
-
-std::string at(const json::Value& object, std::initializer_list<std::string_view> path) {
-  return std::string(json::string_or(json::find_path(object, path), ""));
-}
-
 // The ReplicaSet's name in the Progressing message carries a hash of the pod template.
 JsonComparison deployment_comparison(const std::string& conditions) {
   return JsonComparison::run_to_run().ignore_value(conditions + "/1/message");
 }
-
-const char* kJob = R"(apiVersion: batch/v1
-kind: Job
-metadata:
-  name: once
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: c
-        image: busybox:1.36
-        command: [echo, hello]
-)";
 
 }  // namespace
 
@@ -55,22 +30,22 @@ TEST_CASE(
   REQUIRE(replayer.send(load_recording("14")).status == 201);
   REQUIRE(replayer.send(load_recording("31")).status == 201);
 
-  auto controlled = check(replayer, "32", deployment_comparison("/status/conditions"));
-  CHECK_THAT(at((*json::find_path(controlled, {"status", "conditions"}))[1], {"message"}),
+  auto controlled = replay_and_check(replayer, "32", deployment_comparison("/status/conditions"));
+  CHECK_THAT(text_at((*json::find_path(controlled, {"status", "conditions"}))[1], {"message"}),
              Catch::Matches("ReplicaSet \"sized-[bcdfghjklmnpqrstvwxz2456789]+\" is progressing\\."));
-  auto again = check(replayer, "33", deployment_comparison("/status/conditions"));
-  CHECK(at(again, {"metadata", "resourceVersion"}) == at(controlled, {"metadata", "resourceVersion"}));
+  auto again = replay_and_check(replayer, "33", deployment_comparison("/status/conditions"));
+  CHECK(text_at(again, {"metadata", "resourceVersion"}) == text_at(controlled, {"metadata", "resourceVersion"}));
 
   // Rows in name order; the Age cell and the web Deployment's controller message differ run to run.
-  check(replayer, "54",
-        JsonComparison::run_to_run()
-            .ignore_value("/rows/*/cells/4")
-            .ignore_subtree("/rows/*/object/metadata/managedFields"));
+  replay_and_check(replayer, "54",
+                   JsonComparison::run_to_run()
+                       .ignore_value("/rows/*/cells/4")
+                       .ignore_subtree("/rows/*/object/metadata/managedFields"));
 
-  check(replayer, "72", deployment_comparison("/status/conditions"));
+  replay_and_check(replayer, "72", deployment_comparison("/status/conditions"));
 
   REQUIRE(recorder_request(emulator, "PATCH",
-                           "/apis/batch/v1/namespaces/rec-1/jobs/once?fieldManager=kstate&force=true", kJob,
+                           "/apis/batch/v1/namespaces/rec-1/jobs/once?fieldManager=kstate&force=true", kRecordedJob,
                            "application/apply-patch+yaml")
               .status == 201);
   // The generated selector and labels carry the Job's uid.
@@ -81,9 +56,9 @@ TEST_CASE(
                         .ignore_value("/spec/template/metadata/labels/batch.kubernetes.io~1controller-uid")
                         .ignore_value("/spec/template/metadata/labels/controller-uid")
                         .ignore_value("/status/startTime");
-  auto job = check(replayer, "73", comparison);
-  CHECK(at(job, {"metadata", "uid"}) ==
-        at(job, {"spec", "selector", "matchLabels", "batch.kubernetes.io/controller-uid"}));
+  auto job = replay_and_check(replayer, "73", comparison);
+  CHECK(text_at(job, {"metadata", "uid"}) ==
+        text_at(job, {"spec", "selector", "matchLabels", "batch.kubernetes.io/controller-uid"}));
   // The garbage collector orphans the Job's Pods (none here), then the Job goes.
   CHECK(eventually(
       [&] { return recorder_request(emulator, "GET", "/apis/batch/v1/namespaces/rec-1/jobs/once").status == 404; }));

@@ -16,14 +16,6 @@ using kstate::testing::Emulator;
 
 namespace {
 
-json::Document check(const Replayer& replayer, const char* number,
-                     const JsonComparison& comparison = JsonComparison::run_to_run()) {
-  auto exchange = load_recording(number);
-  auto reply = replayer.send(exchange);
-  CHECK(mismatch_report(exchange, compare_reply(exchange, reply, comparison)) == "");
-  return reply_json(reply);
-}
-
 std::string condition_reason(const json::Value& crd, std::string_view type) {
   const json::Value* conditions = json::find_path(crd, {"status", "conditions"});
   if (conditions == nullptr || !conditions->IsArray()) {
@@ -46,7 +38,7 @@ TEST_CASE("conformance 59-62, 64-69: a CRD's life: created, established, its cus
   Emulator emulator(conformance_emulator());
   Replayer replayer(emulator);
   REQUIRE(replayer.send(load_recording("10")).status == 201);
-  check(replayer, "59");
+  replay_and_check(replayer, "59");
   // Before its names are accepted, the kind is not served at all.
   auto early =
       recorder_request(emulator, "POST", kGizmos,
@@ -60,8 +52,8 @@ TEST_CASE("conformance 59-62, 64-69: a CRD's life: created, established, its cus
     return condition_reason(reply_json(recorder_request(emulator, "GET", kCrdPath)), "Established") ==
            "InitialNamesAccepted";
   }));
-  check(replayer, "61");
-  check(replayer, "62");
+  replay_and_check(replayer, "61");
+  replay_and_check(replayer, "62");
   // The new group is in the aggregated discovery document at once (the recording keeps
   // only its item of the document).
   auto discovery = load_recording("63");
@@ -87,24 +79,24 @@ TEST_CASE("conformance 59-62, 64-69: a CRD's life: created, established, its cus
               .status == 201);
   // A POST is held (--crd-create-hold 0.3 s here, 2 s for real), then created.
   const auto posted = std::chrono::steady_clock::now();
-  check(replayer, "60");
+  replay_and_check(replayer, "60");
   CHECK(std::chrono::steady_clock::now() - posted >= std::chrono::milliseconds(300));
-  check(replayer, "64");
-  check(replayer, "65");
-  check(replayer, "66");
-  check(replayer, "67");
+  replay_and_check(replayer, "64");
+  replay_and_check(replayer, "65");
+  replay_and_check(replayer, "66");
+  replay_and_check(replayer, "67");
 
   // Deleting one custom resource answers a Success Status naming the plural.
   auto deleted = reply_json(recorder_request(emulator, "DELETE", std::string(kGizmos) + "/gizmo-a"));
   CHECK(json::string_or(json::find(deleted, "status"), "") == "Success");
   CHECK(json::string_or(json::find_path(deleted, {"details", "kind"}), "") == "gizmos");
 
-  check(replayer, "68");
+  replay_and_check(replayer, "68");
   REQUIRE(eventually([&] {
     return condition_reason(reply_json(recorder_request(emulator, "GET", kCrdPath)), "Terminating") ==
            "InstanceDeletionInProgress";
   }));
-  check(replayer, "69");
+  replay_and_check(replayer, "69");
   REQUIRE(eventually([&] { return recorder_request(emulator, "GET", kCrdPath).status == 404; }));
   auto gone = recorder_request(emulator, "GET", std::string(kGizmos) + "/gizmo-b");
   CHECK(gone.status == 404);

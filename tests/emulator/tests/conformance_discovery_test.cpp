@@ -18,11 +18,6 @@ using kstate::testing::Emulator;
 
 namespace {
 
-void check(const RecordedExchange& exchange, const Reply& reply,
-           const JsonComparison& comparison = JsonComparison::run_to_run()) {
-  CHECK(mismatch_report(exchange, compare_reply(exchange, reply, comparison)) == "");
-}
-
 bool other_tenant(const json::Value& item) {
   auto name =
       json::string_or(json::find(item, "name"), json::string_or(json::find_path(item, {"metadata", "name"}), ""));
@@ -55,17 +50,17 @@ TEST_CASE("conformance 01-09: version, legacy and aggregated discovery, 304, unk
   Replayer replayer(emulator);
 
   auto version = load_recording("01");
-  check(version, replayer.send(version),
-        JsonComparison::run_to_run()  // build information of the recorded binary
-            .ignore_value("/gitVersion")
-            .ignore_value("/gitCommit")
-            .ignore_value("/buildDate")
-            .ignore_value("/goVersion"));
+  check_reply(version, replayer.send(version),
+              JsonComparison::run_to_run()  // build information of the recorded binary
+                  .ignore_value("/gitVersion")
+                  .ignore_value("/gitCommit")
+                  .ignore_value("/buildDate")
+                  .ignore_value("/goVersion"));
   CHECK(json::string_or(json::find(reply_json(replayer.send(version)), "gitVersion"), "") == "v1.32.0");
 
   auto api = load_recording("02");
-  check(api, replayer.send(api),
-        JsonComparison::run_to_run().ignore_value("/serverAddressByClientCIDRs/0/serverAddress"));
+  check_reply(api, replayer.send(api),
+              JsonComparison::run_to_run().ignore_value("/serverAddressByClientCIDRs/0/serverAddress"));
   auto addresses = reply_json(replayer.send(api));
   const json::Value* listed = json::find(addresses, "serverAddressByClientCIDRs");
   REQUIRE(listed != nullptr);
@@ -76,34 +71,35 @@ TEST_CASE("conformance 01-09: version, legacy and aggregated discovery, 304, unk
   auto groups = load_recording("03");
   CHECK(erase_items(groups.response_body, "/groups", other_tenant) == 1);
   without_autoscaling_v1(groups.response_body, "groups", "name");
-  check(groups, replayer.send(groups));
+  check_reply(groups, replayer.send(groups));
 
   auto aggregated = load_recording("04");
   CHECK(erase_items(aggregated.response_body, "/items", other_tenant) == 1);
   without_autoscaling_v1(aggregated.response_body, "items", "metadata");
   auto aggregated_reply = replayer.send(aggregated);
-  check(aggregated, aggregated_reply);
+  check_reply(aggregated, aggregated_reply);
   CHECK(std::regex_match(aggregated_reply.headers["etag"], std::regex("\"[0-9A-F]{128}\"")));
 
   // The same document again with its ETag: 304, no body.
   auto unchanged = load_recording("05");
-  check(unchanged, replayer.send(unchanged, {std::nullopt, {{"If-None-Match", aggregated_reply.headers["etag"]}}, {}}));
+  check_reply(unchanged,
+              replayer.send(unchanged, {std::nullopt, {{"If-None-Match", aggregated_reply.headers["etag"]}}, {}}));
 
   auto core = load_recording("06");
   auto core_reply = replayer.send(core);
-  check(core, core_reply);
+  check_reply(core, core_reply);
   CHECK(core_reply.headers["etag"] != aggregated_reply.headers["etag"]);
 
   for (const char* number : {"07", "08"}) {
     auto exchange = load_recording(number);
-    check(exchange, replayer.send(exchange));
+    check_reply(exchange, replayer.send(exchange));
   }
 
   // The OpenAPI index: every path the emulator serves, with a content hash (the
   // recording keeps the first 20 of 46; .well-known/openid-configuration is not served).
   auto index = load_recording("09");
   auto index_reply = replayer.send(index);
-  check(index, index_reply, JsonComparison().ignore_subtree("/paths"));
+  check_reply(index, index_reply, JsonComparison().ignore_subtree("/paths"));
   auto paths = reply_json(index_reply);
   for (const auto& member : json::find(index.response_body, "paths")->GetObject()) {
     std::string path = member.name.GetString();

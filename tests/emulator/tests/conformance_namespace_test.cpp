@@ -13,18 +13,6 @@ using namespace kstate;
 using namespace kstate::emulator::test;
 using kstate::testing::Emulator;
 
-namespace {
-
-json::Document check(const Replayer& replayer, const char* number,
-                     const JsonComparison& comparison = JsonComparison::run_to_run()) {
-  auto exchange = load_recording(number);
-  auto reply = replayer.send(exchange);
-  CHECK(mismatch_report(exchange, compare_reply(exchange, reply, comparison)) == "");
-  return reply_json(reply);
-}
-
-}  // namespace
-
 TEST_CASE("conformance 42, 76: a namespace held by a finalizer inside it refuses new content and says why") {
   Emulator emulator(conformance_emulator());
   Replayer replayer(emulator);
@@ -38,7 +26,7 @@ TEST_CASE("conformance 42, 76: a namespace held by a finalizer inside it refuses
                            R"("finalizers":["kstate.test/hold"]}})")
               .status == 201);
   REQUIRE(recorder_request(emulator, "DELETE", "/api/v1/namespaces/rec-1-held").status == 200);
-  check(replayer, "42");
+  replay_and_check(replayer, "42");
   // A second DELETE of a terminating namespace is refused.
   CHECK(recorder_request(emulator, "DELETE", "/api/v1/namespaces/rec-1-held").status == 409);
 
@@ -46,7 +34,7 @@ TEST_CASE("conformance 42, 76: a namespace held by a finalizer inside it refuses
     auto object = reply_json(recorder_request(emulator, "GET", "/api/v1/namespaces/rec-1-held"));
     return json::find_path(object, {"status", "conditions"}) != nullptr;
   }));
-  check(replayer, "76");
+  replay_and_check(replayer, "76");
 
   // Once the finalizer is gone, the namespace goes at the controller's next look.
   REQUIRE(
@@ -63,9 +51,9 @@ TEST_CASE("conformance 77, 78: DELETE answers Terminating, the namespace stays u
                            R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-config"}})")
               .status == 201);
   const auto deleted_at = std::chrono::steady_clock::now();
-  check(replayer, "77");
+  replay_and_check(replayer, "77");
   // Before the controller's first pass (--namespace-deletion-delay): Terminating, no conditions.
-  check(replayer, "78");
+  replay_and_check(replayer, "78");
   CHECK(recorder_request(emulator, "GET", "/api/v1/namespaces/rec-1/configmaps/app-config").status == 200);
   REQUIRE(eventually([&] { return recorder_request(emulator, "GET", "/api/v1/namespaces/rec-1").status == 404; }));
   CHECK(std::chrono::steady_clock::now() - deleted_at >= std::chrono::milliseconds(600));

@@ -40,6 +40,12 @@ const std::string kNamespaces = "/api/v1/namespaces";
 const char* kTeam = R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team"}})";
 const std::string kTeamConfigMaps = "/api/v1/namespaces/team/configmaps";
 
+const char* kWidgetCrd =
+    R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",)"
+    R"("metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",)"
+    R"("names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"v1","served":true,)"
+    R"("storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}})";
+
 std::string deployment(const std::string& image, int replicas) {
   return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":)" +
          std::to_string(replicas) +
@@ -171,13 +177,7 @@ TEST_CASE("a deleted CRD first reports deletion in progress, then its custom res
   options.controllers.crd_deletion_delay = milliseconds(100);
   Harness h(options);
   const std::string crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-  REQUIRE(h.post(crds,
-                 R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",)"
-                 R"("metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",)"
-                 R"("names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"v1","served":true,)"
-                 R"("storage":true,"schema":{"openAPIV3Schema":{"type":"object",)"
-                 R"("x-kubernetes-preserve-unknown-fields":true}}}]}})")
-              .status == 201);
+  REQUIRE(h.post(crds, kWidgetCrd).status == 201);
   const std::string widgets = "/apis/example.com/v1/namespaces/default/widgets";
   REQUIRE(h.apply(widgets + "/w?fieldManager=kstate",
                   R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}})")
@@ -203,13 +203,7 @@ TEST_CASE("a custom resource's create right after Established is held; after the
   options.crd_create_hold = milliseconds(2000);
   options.crd_create_hold_window = milliseconds(2000);
   Harness h(options);
-  REQUIRE(h.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                 R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",)"
-                 R"("metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",)"
-                 R"("names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"v1","served":true,)"
-                 R"("storage":true,"schema":{"openAPIV3Schema":{"type":"object",)"
-                 R"("x-kubernetes-preserve-unknown-fields":true}}}]}})")
-              .status == 201);
+  REQUIRE(h.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kWidgetCrd).status == 201);
   auto widget = [](const char* name) {
     return std::string(R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":")") + name + "\"}}";
   };

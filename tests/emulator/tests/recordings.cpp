@@ -2,6 +2,7 @@
 #include "tests/emulator/tests/recordings.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -402,6 +403,39 @@ Reply recorder_request(const kstate::testing::Emulator& emulator, const std::str
   }
   return Reply{http.status, http.headers, http.body};
 }
+
+json::Document replay_and_check(const Replayer& replayer, const RecordedExchange& exchange,
+                                const JsonComparison& comparison, const Replayer::Overrides& overrides) {
+  auto reply = replayer.send(exchange, overrides);
+  check_reply(exchange, reply, comparison);
+  return reply_json(reply);
+}
+
+json::Document replay_and_check(const Replayer& replayer, std::string_view number, const JsonComparison& comparison) {
+  return replay_and_check(replayer, load_recording(number), comparison);
+}
+
+void check_reply(const RecordedExchange& exchange, const Reply& reply, const JsonComparison& comparison) {
+  CHECK(mismatch_report(exchange, compare_reply(exchange, reply, comparison)) == "");
+}
+
+std::string text_at(const json::Value& object, std::initializer_list<std::string_view> path) {
+  return std::string(json::string_or(json::find_path(object, path), ""));
+}
+
+const char* const kRecordedJob = R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  name: once
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox:1.36
+        command: [echo, hello]
+)";
 
 kstate::testing::EmulatorOptions conformance_emulator() {
   kstate::testing::EmulatorOptions options;
