@@ -21,7 +21,7 @@ struct FaultSettings {
   int latency_ms = 0;
   int fail_next = 0;         // the next N matching requests get fail_code
   double fail_fraction = 0;  // or this fraction of them
-  int fail_code = 429;       // 429, 500, 503, ...
+  int fail_code = 429;       // 429, 500, 503, ...; 404 is the text/plain "404 page not found" of a path not served
   int retry_after_seconds = 1;
   int close_next = 0;         // the next N matching responses are cut off mid-body
   int drop_after_bytes = -1;  // where close_next cuts a response: after this many bytes (-1: half of it)

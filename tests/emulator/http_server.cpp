@@ -631,6 +631,11 @@ class Emulator {
       Response response;
       response.status = fault.code;
       response.body = injected_failure_body(fault.code, fault.retry_after_seconds);
+      if (fault.code == 404) {
+        // What kube-apiserver answers for a path it does not serve (recordings 08, 60).
+        response.content_type = "text/plain; charset=utf-8";
+        response.body = "404 page not found\n";
+      }
       if (fault.code == 429 || fault.code == 503) {
         response.headers.emplace_back("Retry-After", std::to_string(fault.retry_after_seconds));
       }
