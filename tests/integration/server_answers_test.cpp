@@ -256,6 +256,25 @@ spec: {size: 1}
   CHECK(cluster.emulator.count_requests("GET", "/apis") >= 1);
 }
 
+TEST_CASE("a write answered 404 page not found while discovery lists the kind is sent again (recording 60)") {
+  // As an API server that does not serve a new CRD's custom resources yet answers.
+  Cluster cluster;
+  const std::string dir = cluster.manifest_dir("late");
+  write_file(std::filesystem::path(dir) / "cm.yaml", R"(apiVersion: v1
+kind: ConfigMap
+metadata: {name: late, namespace: default}
+data: {a: b}
+)");
+  cluster.emulator.set_faults(
+      R"({"failNext": 1, "failCode": 404, "method": "PATCH", "path": "/api/v1/namespaces/default/configmaps/late"})");
+  auto apply = cluster.apply(dir);
+  CHECK(apply.exit_code == 0);
+  CHECK(state_block(apply.out, "ConfigMap/default/late").find("Comment: created") != std::string::npos);
+  CHECK(cluster.emulator.count_requests("PATCH", "/api/v1/namespaces/default/configmaps/late") == 2);
+  CHECK(apply.err.find("reading discovery again") != std::string::npos);
+  CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/late").IsNull());
+}
+
 TEST_CASE("leader election writes Lease times as the server accepts them: 6 fractional digits, UTC (51, 52)") {
   Cluster cluster;
   boost::asio::io_context io;
