@@ -1743,7 +1743,11 @@ struct Engine::Impl {
       rediscovery_started = true;
       spdlog::info("the API server does not serve {} at the path discovery gave: reading discovery again",
                    slot.ref.gvk.qualified_kind());
-      rediscovery = co_await resolver.refresh();
+      try {
+        rediscovery = co_await resolver.refresh();
+      } catch (const std::exception& failure) {
+        rediscovery = Status(Error(ErrorKind::internal, failure.what()));  // the waiters must not wait forever
+      }
       if (rediscovery_done) {
         rediscovery_done->cancel();
       }
