@@ -1,6 +1,8 @@
 // DynamicClient verbs on top of request building and a Transport.
 #include "core/dynamic_client.hpp"
 
+#include "core/untrusted_text.hpp"
+
 namespace kstate {
 namespace {
 
@@ -51,6 +53,11 @@ asio::awaitable<Result<json::Document>> DynamicClient::send_for_object(Result<Re
     co_return request.error();
   }
   auto response = co_await transport_.send(request.value());
+  if (warnings_ != nullptr) {
+    for (const auto& text : response ? response->warnings() : response.error().warnings) {
+      warnings_->push_back(printable(text, max_warning_bytes));
+    }
+  }
   if (!response) {
     co_return response.error();
   }
@@ -76,22 +83,35 @@ asio::awaitable<Result<json::Document>> DynamicClient::get_with_managed_fields(c
   co_return co_await send_for_object(requests::get(resource, ns, name, no_subresource), true);
 }
 
-asio::awaitable<Result<json::Document>> DynamicClient::list(const ApiResource& resource, std::string ns,
-                                                            ListOptions options) {
+asio::awaitable<Status> DynamicClient::list_pages(const ApiResource& resource, std::string ns, ListOptions options,
+                                                  PageHandler on_page) {
   if (options.limit <= 0) {
     options.limit = 500;  // kubectl's chunk size
   }
-  // The first page is the result (not copied); items of later pages are appended to it.
-  json::Document merged;
-  bool first = true;
   for (;;) {
     auto page = co_await send_for_object(requests::list(resource, ns, options));
     if (!page) {
       co_return page.error();
     }
     std::string continue_token(json::string_or(json::find_path(*page, {"metadata", "continue"}), ""));
+    if (auto handled = on_page(page.value()); !handled) {
+      co_return handled.error();
+    }
+    if (continue_token.empty()) {
+      co_return ok_status();
+    }
+    options.continue_token = std::move(continue_token);
+  }
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::list(const ApiResource& resource, std::string ns,
+                                                            ListOptions options) {
+  // The first page is the result (not copied); items of later pages are appended to it.
+  json::Document merged;
+  bool first = true;
+  auto merge = [&](json::Document& page) -> Status {
     if (first) {
-      merged = std::move(page).value();
+      merged = std::move(page);
       if (!merged.IsObject()) {
         merged.SetObject();
       }
@@ -99,16 +119,16 @@ asio::awaitable<Result<json::Document>> DynamicClient::list(const ApiResource& r
         json::set(merged, "items", json::Value(rapidjson::kArrayType), merged.GetAllocator());
       }
       first = false;
-    } else if (auto* page_items = json::find(*page, "items"); page_items != nullptr && page_items->IsArray()) {
+    } else if (auto* page_items = json::find(page, "items"); page_items != nullptr && page_items->IsArray()) {
       json::Value& items = *json::find(merged, "items");
       for (auto& item : page_items->GetArray()) {
         items.PushBack(json::Value(item, merged.GetAllocator()), merged.GetAllocator());
       }
     }
-    if (continue_token.empty()) {
-      break;
-    }
-    options.continue_token = continue_token;
+    return ok_status();
+  };
+  if (auto listed = co_await list_pages(resource, std::move(ns), std::move(options), merge); !listed) {
+    co_return listed.error();
   }
   if (auto* metadata = json::find(merged, "metadata"); metadata != nullptr && metadata->IsObject()) {
     metadata->RemoveMember("continue");

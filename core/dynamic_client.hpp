@@ -17,9 +17,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/api_resource.hpp"
 #include "core/json.hpp"
@@ -67,6 +69,12 @@ class DynamicClient {
   // the first page's apiVersion/kind/metadata.resourceVersion and all items, each with
   // its kind and apiVersion (complete_list_items).
   asio::awaitable<Result<json::Document>> list(const ApiResource& resource, std::string ns, ListOptions options);
+  // The same LIST, each page handed to `on_page` as it arrives and dropped after it, so
+  // that memory holds one page, not the collection: for callers that keep a summary.
+  // Stops at the first error of a request or of `on_page`.
+  using PageHandler = std::function<Status(json::Document& page)>;
+  asio::awaitable<Status> list_pages(const ApiResource& resource, std::string ns, ListOptions options,
+                                     PageHandler on_page);
   asio::awaitable<Result<json::Document>> create(const ApiResource& resource, std::string ns, const json::Value& object,
                                                  WriteOptions options);
   asio::awaitable<Result<json::Document>> replace(const ApiResource& resource, std::string ns, std::string name,
@@ -120,12 +128,23 @@ class DynamicClient {
 
   Transport& transport() { return transport_; }
 
+  // A client like this one that also appends the server's warnings (Warning headers,
+  // on successful and failed answers alike) to `sink`, made printable and at most
+  // max_warning_bytes each: the engine gives each state its own, so that a warning
+  // is shown with the state whose request drew it. `sink` must outlive the copy.
+  DynamicClient collecting_warnings(std::vector<std::string>& sink) const {
+    DynamicClient copy = *this;
+    copy.warnings_ = &sink;
+    return copy;
+  }
+
  private:
   asio::awaitable<Result<json::Document>> send_for_object(Result<Request> request, bool keep_managed_fields = false);
 
   Transport& transport_;
   std::optional<asio::any_io_executor> decode_executor_;
   std::size_t decode_min_bytes_ = 0;
+  std::vector<std::string>* warnings_ = nullptr;  // collecting_warnings()
 };
 
 // A ready-to-use client: configuration, transport and DynamicClient.

@@ -312,6 +312,11 @@ Result<ClientConfig> resolve(const MergedConfig& merged, const std::string& cont
       if ((!config.token.empty() || !config.token_file.empty()) && !config.username.empty()) {
         return config_error(user_where + ": username/password or bearer token may be set, but not both");
       }
+      if (config.username.find(':') != std::string::npos) {
+        // Basic auth splits user name and password at the first ':'.
+        return config_error(user_where +
+                            ": username contains ':', which basic auth cannot carry (refused, never sent)");
+      }
       if (user.node["exec"]) {
         auto exec = parse_exec(user, user_where);
         if (!exec) {

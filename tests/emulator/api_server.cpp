@@ -3,7 +3,6 @@
 // would see against a real cluster.
 #include "tests/emulator/api_server.hpp"
 
-#include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -11,9 +10,12 @@
 #include <algorithm>
 #include <ctime>
 
+#include "core/encoding.hpp"
+#include "tests/emulator/builtin_schema.hpp"
 #include "tests/emulator/defaults.hpp"
 #include "tests/emulator/field_set.hpp"
 #include "tests/emulator/patch.hpp"
+#include "tests/emulator/tables.hpp"
 #include "tests/emulator/validation.hpp"
 #include "tests/emulator/yaml_json.hpp"
 
@@ -155,36 +157,11 @@ std::vector<std::string> split_path(std::string_view path) {
   return segments;
 }
 
-std::string base64(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                               reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(length));
-  return out;
-}
-
-std::optional<std::string> unbase64(std::string_view data) {
-  if (data.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::string out(3 * data.size() / 4 + 1, '\0');
-  int length = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                               reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  if (length < 0) {
-    return std::nullopt;
-  }
-  size_t padding = 0;
-  while (padding < data.size() && data[data.size() - 1 - padding] == '=') {
-    ++padding;
-  }
-  out.resize(static_cast<size_t>(length) - padding);
-  return out;
-}
-
-std::string sha256_hex(std::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  static const char* hex = "0123456789abcdef";
+// What kube-apiserver's ETags and OpenAPI hashes look like: SHA-512, upper-case hex.
+std::string sha512_hex(std::string_view data) {
+  unsigned char digest[SHA512_DIGEST_LENGTH];
+  SHA512(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  static const char* hex = "0123456789ABCDEF";
   std::string out;
   for (unsigned char byte : digest) {
     out += hex[byte >> 4];
@@ -235,31 +212,6 @@ bool is_write(std::string_view verb) {
 
 bool accepts(std::string_view accept, std::string_view needle) {
   return accept.find(needle) != std::string_view::npos;
-}
-
-std::string format_age(std::chrono::seconds age) {
-  auto seconds = age.count();
-  if (seconds < 120) {
-    return std::to_string(seconds) + "s";
-  }
-  if (seconds < 7200) {
-    return std::to_string(seconds / 60) + "m";
-  }
-  if (seconds < 172800) {
-    return std::to_string(seconds / 3600) + "h";
-  }
-  return std::to_string(seconds / 86400) + "d";
-}
-
-std::chrono::system_clock::time_point parse_rfc3339(std::string_view text) {
-  std::tm tm{};
-  if (text.size() < 19 || std::sscanf(std::string(text).c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon,
-                                      &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) {
-    return {};
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
 }  // namespace
@@ -588,7 +540,11 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
     response.verb = verb;
     return response;
   };
-  if ((is_write(verb) && !request.identity.may_write) || !request.identity.may_read) {
+  // A user without any grant may do nothing; one with read grants (access.hpp) reads only those.
+  const bool allowed =
+      request.identity.may_read &&
+      (is_write(verb) ? request.identity.may_write : may_read(options_.read_grants, request.identity.user, type));
+  if (!allowed) {
     auto details = details_for(&type, target.name);
     std::string subject = type.qualified_plural() + (target.name.empty() ? "" : " \"" + target.name + "\"");
     std::string scope = type.namespaced && !target.namespace_name.empty()
@@ -650,111 +606,86 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
 
 namespace {
 
+Value string_array(const std::vector<std::string>& items, Allocator& allocator) {
+  Value array(rapidjson::kArrayType);
+  for (const auto& item : items) {
+    array.PushBack(json::make_string(item, allocator), allocator);
+  }
+  return array;
+}
+
+// kube-apiserver's StorageVersionHash: base64 of the first 8 bytes of sha256("<group>/<version>/<kind>").
+std::string storage_version_hash(const ResourceType& type) {
+  const std::string text = type.group + "/" + type.version + "/" + type.kind;
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  return encoding::base64_encode(std::string_view(reinterpret_cast<const char*>(digest), 8));
+}
+
+// A legacy APIResourceList's entries: the resource, then its subresources side by side (recording 07).
 void add_resource_entries(Value& resources, const ResourceType& type, Allocator& allocator) {
   Value entry(rapidjson::kObjectType);
   json::set_string(entry, "name", type.plural, allocator);
   json::set_string(entry, "singularName", type.singular, allocator);
   json::set(entry, "namespaced", Value(type.namespaced), allocator);
   json::set_string(entry, "kind", type.kind, allocator);
-  Value verbs(rapidjson::kArrayType);
-  for (const auto& verb : type.verbs) {
-    verbs.PushBack(json::make_string(verb, allocator), allocator);
-  }
-  json::set(entry, "verbs", std::move(verbs), allocator);
+  json::set(entry, "verbs", string_array(type.verbs, allocator), allocator);
   if (!type.short_names.empty()) {
-    Value names(rapidjson::kArrayType);
-    for (const auto& name : type.short_names) {
-      names.PushBack(json::make_string(name, allocator), allocator);
-    }
-    json::set(entry, "shortNames", std::move(names), allocator);
+    json::set(entry, "shortNames", string_array(type.short_names, allocator), allocator);
   }
   if (!type.categories.empty()) {
-    Value categories(rapidjson::kArrayType);
-    for (const auto& name : type.categories) {
-      categories.PushBack(json::make_string(name, allocator), allocator);
-    }
-    json::set(entry, "categories", std::move(categories), allocator);
+    json::set(entry, "categories", string_array(type.categories, allocator), allocator);
   }
-  json::set_string(entry, "storageVersionHash", base64(sha256_hex(type.api_version() + type.kind).substr(0, 6)),
-                   allocator);
+  if (type.stored) {
+    json::set_string(entry, "storageVersionHash", storage_version_hash(type), allocator);
+  }
   resources.PushBack(std::move(entry), allocator);
-  auto subresource = [&](const std::string& name, const std::string& group, const std::string& version,
-                         const std::string& kind) {
+  for (const auto& subresource : type.subresources) {
     Value sub(rapidjson::kObjectType);
-    json::set_string(sub, "name", type.plural + "/" + name, allocator);
+    json::set_string(sub, "name", type.plural + "/" + subresource.name, allocator);
     json::set_string(sub, "singularName", "", allocator);
     json::set(sub, "namespaced", Value(type.namespaced), allocator);
-    if (!group.empty()) {
-      json::set_string(sub, "group", group, allocator);
-      json::set_string(sub, "version", version, allocator);
+    if (!subresource.group.empty()) {
+      json::set_string(sub, "group", subresource.group, allocator);
+      json::set_string(sub, "version", subresource.version, allocator);
     }
-    json::set_string(sub, "kind", kind, allocator);
-    Value sub_verbs(rapidjson::kArrayType);
-    for (const char* verb : {"get", "patch", "update"}) {
-      sub_verbs.PushBack(Value(rapidjson::StringRef(verb)), allocator);
-    }
-    json::set(sub, "verbs", std::move(sub_verbs), allocator);
+    json::set_string(sub, "kind", subresource.kind, allocator);
+    json::set(sub, "verbs", string_array(subresource.verbs, allocator), allocator);
     resources.PushBack(std::move(sub), allocator);
-  };
-  if (type.has_scale) {
-    subresource("scale", "autoscaling", "v1", "Scale");
-  }
-  if (type.has_status) {
-    subresource("status", "", "", type.kind);
   }
 }
 
+// An aggregated discovery entry. Built-in kinds answer with their own group version,
+// which the document leaves empty; custom resources name theirs (recordings 04, 63).
 Value aggregated_resource(const ResourceType& type, Allocator& allocator) {
+  auto response_kind = [&](const std::string& group, const std::string& version, const std::string& kind) {
+    Value value(rapidjson::kObjectType);
+    json::set_string(value, "group", group, allocator);
+    json::set_string(value, "version", version, allocator);
+    json::set_string(value, "kind", kind, allocator);
+    return value;
+  };
   Value entry(rapidjson::kObjectType);
   json::set_string(entry, "resource", type.plural, allocator);
-  Value kind(rapidjson::kObjectType);
-  json::set_string(kind, "group", type.group, allocator);
-  json::set_string(kind, "version", type.version, allocator);
-  json::set_string(kind, "kind", type.kind, allocator);
-  json::set(entry, "responseKind", std::move(kind), allocator);
+  json::set(entry, "responseKind",
+            type.custom ? response_kind(type.group, type.version, type.kind) : response_kind("", "", type.kind),
+            allocator);
   json::set_string(entry, "scope", type.namespaced ? "Namespaced" : "Cluster", allocator);
   json::set_string(entry, "singularResource", type.singular, allocator);
-  Value verbs(rapidjson::kArrayType);
-  for (const auto& verb : type.verbs) {
-    verbs.PushBack(json::make_string(verb, allocator), allocator);
-  }
-  json::set(entry, "verbs", std::move(verbs), allocator);
+  json::set(entry, "verbs", string_array(type.verbs, allocator), allocator);
   if (!type.short_names.empty()) {
-    Value names(rapidjson::kArrayType);
-    for (const auto& name : type.short_names) {
-      names.PushBack(json::make_string(name, allocator), allocator);
-    }
-    json::set(entry, "shortNames", std::move(names), allocator);
+    json::set(entry, "shortNames", string_array(type.short_names, allocator), allocator);
   }
   if (!type.categories.empty()) {
-    Value categories(rapidjson::kArrayType);
-    for (const auto& name : type.categories) {
-      categories.PushBack(json::make_string(name, allocator), allocator);
-    }
-    json::set(entry, "categories", std::move(categories), allocator);
+    json::set(entry, "categories", string_array(type.categories, allocator), allocator);
   }
   Value subresources(rapidjson::kArrayType);
-  auto subresource = [&](const char* name, const std::string& group, const std::string& version,
-                         const std::string& kind_name) {
+  for (const auto& subresource : type.subresources) {
     Value sub(rapidjson::kObjectType);
-    json::set_string(sub, "subresource", name, allocator);
-    Value sub_kind(rapidjson::kObjectType);
-    json::set_string(sub_kind, "group", group, allocator);
-    json::set_string(sub_kind, "version", version, allocator);
-    json::set_string(sub_kind, "kind", kind_name, allocator);
-    json::set(sub, "responseKind", std::move(sub_kind), allocator);
-    Value sub_verbs(rapidjson::kArrayType);
-    for (const char* verb : {"get", "patch", "update"}) {
-      sub_verbs.PushBack(Value(rapidjson::StringRef(verb)), allocator);
-    }
-    json::set(sub, "verbs", std::move(sub_verbs), allocator);
+    json::set_string(sub, "subresource", subresource.name, allocator);
+    json::set(sub, "responseKind", response_kind(subresource.group, subresource.version, subresource.kind), allocator);
+    json::set(sub, "verbs", string_array(subresource.verbs, allocator), allocator);
     subresources.PushBack(std::move(sub), allocator);
-  };
-  if (type.has_scale) {
-    subresource("scale", "autoscaling", "v1", "Scale");
-  }
-  if (type.has_status) {
-    subresource("status", type.group, type.version, type.kind);
   }
   if (!subresources.Empty()) {
     json::set(entry, "subresources", std::move(subresources), allocator);
@@ -831,7 +762,8 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
   auto gv_path = [](const std::string& group, const std::string& version) {
     return group.empty() ? "api/" + version : "apis/" + group + "/" + version;
   };
-  auto gv_document = [&](const std::string& group, const std::string& version) {
+  // Every document starts with the OpenAPI version and the server's.
+  auto new_document = [&] {
     Document doc(rapidjson::kObjectType);
     auto& allocator = doc.GetAllocator();
     json::set_string(doc, "openapi", "3.0.0", allocator);
@@ -839,6 +771,11 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
     json::set_string(info, "title", "Kubernetes", allocator);
     json::set_string(info, "version", "v" + options_.version + ".0", allocator);
     json::set(doc, "info", std::move(info), allocator);
+    return doc;
+  };
+  auto gv_document = [&](const std::string& group, const std::string& version) {
+    Document doc = new_document();
+    auto& allocator = doc.GetAllocator();
     Value paths(rapidjson::kObjectType);
     for (const auto* type : catalog_.all()) {
       if (type->group != group || type->version != version) {
@@ -876,23 +813,65 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
     }
     json::set(doc, "paths", std::move(paths), allocator);
     Value components(rapidjson::kObjectType);
-    json::set(components, "schemas", Value(rapidjson::kObjectType), allocator);
+    Value schemas(rapidjson::kObjectType);
+    if (options_.openapi_schemas) {
+      std::vector<const ResourceType*> served;
+      for (const auto* type : catalog_.all()) {
+        if (type->group == group && type->version == version) {
+          served.push_back(type);
+        }
+      }
+      add_openapi_schemas(served, schemas, allocator);
+    }
+    json::set(components, "schemas", std::move(schemas), allocator);
     json::set(doc, "components", std::move(components), allocator);
     return json::dump(doc);
   };
+  // The discovery paths ("api", "apis", "apis/<group>") have documents too, without
+  // operations here.
+  auto discovery_document_for = [&](const std::string& path) {
+    Document doc = new_document();
+    auto& allocator = doc.GetAllocator();
+    Value paths(rapidjson::kObjectType);
+    json::set(paths, "/" + path + "/", Value(rapidjson::kObjectType), allocator);
+    json::set(doc, "paths", std::move(paths), allocator);
+    return json::dump(doc);
+  };
+  std::vector<std::string> discovery_paths = {"api", "apis"};
+  for (const auto& group : catalog_.groups()) {
+    if (!group.empty()) {
+      discovery_paths.push_back("apis/" + group);
+    }
+  }
   if (segments.size() == 2 && segments[1] == "v3") {
     Document doc(rapidjson::kObjectType);
     auto& allocator = doc.GetAllocator();
     Value paths(rapidjson::kObjectType);
+    for (const auto& path : discovery_paths) {
+      Value entry(rapidjson::kObjectType);
+      json::set_string(entry, "serverRelativeURL",
+                       "/openapi/v3/" + path + "?hash=" + sha512_hex(discovery_document_for(path)), allocator);
+      json::set(paths, path, std::move(entry), allocator);
+    }
     for (const auto& [group, version] : group_versions()) {
       Value entry(rapidjson::kObjectType);
-      std::string hash = sha256_hex(gv_document(group, version)).substr(0, 32);
+      std::string hash = sha512_hex(gv_document(group, version));
       json::set_string(entry, "serverRelativeURL", "/openapi/v3/" + gv_path(group, version) + "?hash=" + hash,
                        allocator);
       json::set(paths, gv_path(group, version), std::move(entry), allocator);
     }
     json::set(doc, "paths", std::move(paths), allocator);
-    return json_response(200, json::dump(doc));
+    // The index is JSON, but kube-apiserver labels it text/plain (recording 09).
+    Response response = json_response(200, json::dump(doc));
+    response.content_type = "text/plain; charset=utf-8";
+    return response;
+  }
+  if (segments.size() >= 3 && segments[1] == "v3") {
+    std::string path = segments[2] + (segments.size() == 4 && segments[2] == "apis" ? "/" + segments[3] : "");
+    if ((segments.size() == 3 || (segments.size() == 4 && segments[2] == "apis")) &&
+        std::find(discovery_paths.begin(), discovery_paths.end(), path) != discovery_paths.end()) {
+      return json_response(200, discovery_document_for(path));
+    }
   }
   if (segments.size() >= 4 && segments[1] == "v3") {
     bool core = segments[2] == "api";
@@ -904,7 +883,7 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
       }
     }
   }
-  return resource_not_found();
+  return page_not_found();
 }
 
 std::string ApiServer::discovery_document(bool aggregated_core, const std::string& version) const {
@@ -923,6 +902,7 @@ std::string ApiServer::discovery_document(bool aggregated_core, const std::strin
     if (!group.empty()) {
       json::set_string(metadata, "name", group, allocator);
     }
+    json::set(metadata, "creationTimestamp", Value(), allocator);
     json::set(item, "metadata", std::move(metadata), allocator);
     Value versions(rapidjson::kArrayType);
     for (const auto& group_version : catalog_.versions_of(group)) {
@@ -962,9 +942,10 @@ Response ApiServer::discovery(const Request& request, const std::vector<std::str
     if (!aggregated.empty()) {
       Response response = json_response(200, discovery_document(core, aggregated));
       response.content_type = "application/json;g=apidiscovery.k8s.io;v=" + aggregated + ";as=APIGroupDiscoveryList";
-      std::string etag = "\"" + sha256_hex(response.body).substr(0, 32) + "\"";
-      response.headers.emplace_back("ETag", etag);
+      std::string etag = "\"" + sha512_hex(response.body) + "\"";
+      response.headers.emplace_back("Etag", etag);  // (Go spells it so)
       response.headers.emplace_back("Vary", "Accept");
+      response.cache_control = "public";
       if (!request.if_none_match.empty() && request.if_none_match == etag) {
         response.status = 304;
         response.body.clear();
@@ -1143,7 +1124,7 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
   }
   std::string after;
   if (auto token = query(request, "continue"); !token.empty()) {
-    auto decoded = unbase64(token);
+    auto decoded = encoding::base64_decode(token);
     auto parsed = decoded ? json::parse(*decoded) : Result<Document>(Error(ErrorKind::invalid, "bad token"));
     if (!parsed || json::find(*parsed, "start") == nullptr) {
       return bad_request("continue key is not valid: invalid continue token");
@@ -1178,8 +1159,8 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     Document token(rapidjson::kObjectType);
     json::set_string(token, "start", last_key, token.GetAllocator());
     json::set_string(token, "rv", version, token.GetAllocator());
-    metadata +=
-        ",\"continue\":\"" + base64(json::dump(token)) + "\",\"remainingItemCount\":" + std::to_string(remaining);
+    metadata += ",\"continue\":\"" + encoding::base64_encode(json::dump(token)) +
+                "\",\"remainingItemCount\":" + std::to_string(remaining);
   }
   if (remaining == 0 && type.custom) {
     metadata += ",\"continue\":\"\"";  // custom resource lists always carry it
@@ -1193,17 +1174,13 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     auto meta = json::parse(metadata);
     json::set(table, "metadata", Value(*meta, allocator), allocator);
     Value columns(rapidjson::kArrayType);
-    for (auto [name, format, description] :
-         {std::tuple{"Name", "name", "Name must be unique within a namespace."},
-          std::tuple{"Age", "",
-                     "CreationTimestamp is a timestamp representing the server time when this object was "
-                     "created."}}) {
+    for (const auto& definition : table_columns(type)) {
       Value column(rapidjson::kObjectType);
-      json::set_string(column, "name", name, allocator);
-      json::set_string(column, "type", "string", allocator);
-      json::set_string(column, "format", format, allocator);
-      json::set_string(column, "description", description, allocator);
-      json::set(column, "priority", Value(0), allocator);
+      json::set_string(column, "name", definition.name, allocator);
+      json::set_string(column, "type", definition.type, allocator);
+      json::set_string(column, "format", definition.format, allocator);
+      json::set_string(column, "description", definition.description, allocator);
+      json::set(column, "priority", Value(definition.priority), allocator);
       columns.PushBack(std::move(column), allocator);
     }
     json::set(table, "columnDefinitions", std::move(columns), allocator);
@@ -1212,13 +1189,7 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     auto now = clock_();
     for (const auto& object : items) {
       Value row(rapidjson::kObjectType);
-      Value cells(rapidjson::kArrayType);
-      cells.PushBack(json::make_string(string_at(*object, {"metadata", "name"}), allocator), allocator);
-      auto created = parse_rfc3339(string_at(*object, {"metadata", "creationTimestamp"}));
-      cells.PushBack(
-          json::make_string(format_age(std::chrono::duration_cast<std::chrono::seconds>(now - created)), allocator),
-          allocator);
-      json::set(row, "cells", std::move(cells), allocator);
+      json::set(row, "cells", table_cells(type, *object, now, allocator), allocator);
       if (query(request, "includeObject") != "None") {
         json::set(row, "object", include_full ? Value(*object, allocator) : partial_metadata(*object, allocator),
                   allocator);
@@ -1226,9 +1197,8 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
       rows.PushBack(std::move(row), allocator);
     }
     json::set(table, "rows", std::move(rows), allocator);
-    Response response = json_response(200, json::dump(table));
-    response.content_type = "application/json;as=Table;v=v1;g=meta.k8s.io";
-    return response;
+    // kind Table, but the Content-Type says only application/json (recording 54).
+    return json_response(200, json::dump(table));
   }
   std::string body = "{\"kind\":\"" + type.kind + "List\",\"apiVersion\":\"" + type.api_version() +
                      "\",\"metadata\":" + metadata + ",\"items\":[";
@@ -1333,10 +1303,21 @@ std::vector<std::string> ApiServer::initial_watch_events(const WatchSpec& spec) 
 }
 
 std::string ApiServer::bookmark_line(const WatchSpec& spec, std::uint64_t version, bool initial_events_end) const {
-  std::string annotations =
-      initial_events_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : std::string();
+  // An empty object of the watched kind: only the revision (and a null creationTimestamp,
+  // as Go serialises an empty ObjectMeta; recording 56). The end of the initial events
+  // also carries the list's "blueprint" (recording 58).
+  std::string annotations;
+  if (initial_events_end) {
+    const std::string blueprint = "{\"kind\":\"" + spec.kind + "List\",\"apiVersion\":\"" + spec.api_version +
+                                  "\",\"metadata\":{},\"items\":null}\n";
+    annotations =
+        ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\","
+        "\"kubernetes.io/initial-events-list-blueprint\":\"" +
+        encoding::base64_encode(blueprint) + "\"}";
+  }
   return "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"" + spec.kind + "\",\"apiVersion\":\"" + spec.api_version +
-         "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(version) + "\"" + annotations + "}}}\n";
+         "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(version) + "\",\"creationTimestamp\":null" +
+         annotations + "}}}\n";
 }
 
 std::string ApiServer::expired_line(std::uint64_t requested) const {
@@ -1411,7 +1392,12 @@ std::optional<Response> handle_unknown_fields(const ResourceType& type, Value& o
       schema_causes = validate_and_prune(*type.schema, object, unknown);
     }
   } else {
-    unknown = drop_unknown_builtin_fields(type, object);
+    for (const auto& problem : check_builtin_fields(type, object, true)) {
+      if (problem.kind == FieldProblemKind::wrong_type) {
+        return bad_request(decode_error_message(type, problem.decode_message));  // whatever fieldValidation says
+      }
+      unknown.push_back(problem.path);
+    }
   }
   if (unknown.empty() || mode == "Ignore") {
     return std::nullopt;
@@ -1429,19 +1415,50 @@ std::optional<Response> handle_unknown_fields(const ResourceType& type, Value& o
   return std::nullopt;
 }
 
-// What server-side apply refuses: fields the kind's schema does not declare, as paths
-// without the leading dot ("metadata.annotation", "spec.colour").
+// What decoding a written object into the kind's Go type does: unknown fields per
+// fieldValidation (for what a client wrote; a server-side apply had its schema check
+// already) or a custom resource's schema, quantities and times normalised, the scheme's
+// defaults. A non-empty answer refuses the write.
+std::optional<Response> decode_object(const Request& request, const ResourceType& type, Value& object,
+                                      Allocator& allocator, bool client_fields, std::vector<std::string>& warnings,
+                                      std::vector<FieldCause>& causes) {
+  if (client_fields) {
+    if (auto rejected = handle_unknown_fields(type, object, field_validation(request), warnings, causes)) {
+      return rejected;
+    }
+  } else if (type.custom && type.schema) {
+    std::vector<std::string> none;
+    causes = validate_and_prune(*type.schema, object, none);
+  }
+  if (auto undecodable = normalize_decoded(type, object, allocator)) {
+    return bad_request(decode_error_message(type, *undecodable));
+  }
+  apply_defaults(type, object, allocator);
+  return std::nullopt;
+}
+
+// What server-side apply refuses before anything else, as its errors word it:
+// ".metadata.annotation: field not declared in schema", ".spec.replicas: expected
+// numeric (int or float), got string".
 std::vector<std::string> fields_not_in_schema(const ResourceType& type, const Value& object) {
   Document copy = json::copy(object);
-  std::vector<std::string> unknown;
+  std::vector<std::string> errors;
   if (type.custom) {
+    std::vector<std::string> unknown;
     if (type.schema) {
       validate_and_prune(*type.schema, copy, unknown);
     }
-  } else {
-    unknown = drop_unknown_builtin_fields(type, copy);
+    for (const auto& path : unknown) {
+      errors.push_back("." + path + ": field not declared in schema");
+    }
+    return errors;
   }
-  return unknown;
+  for (const auto& problem : check_builtin_fields(type, copy, false)) {
+    errors.push_back(
+        problem.apply_path + ": " +
+        (problem.kind == FieldProblemKind::unknown ? "field not declared in schema" : problem.apply_message));
+  }
+  return errors;
 }
 
 // 409 Conflict as kube-apiserver words it: causes only, no name or kind in the details;
@@ -1478,6 +1495,17 @@ Response apply_conflict(const std::vector<ApplyConflict>& conflicts) {
   return failure(409, "Conflict", message, &details);
 }
 
+void strip_server_metadata(Value& object) {
+  if (Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
+    for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
+                              "deletionGracePeriodSeconds", "selfLink"}) {
+      metadata->RemoveMember(field);
+    }
+  }
+}
+
+}  // namespace
+
 void add_warnings(Response& response, const std::vector<std::string>& warnings) {
   for (const auto& warning : warnings) {
     std::string escaped;
@@ -1490,17 +1518,6 @@ void add_warnings(Response& response, const std::vector<std::string>& warnings) 
     response.headers.emplace_back("Warning", "299 - \"" + escaped + "\"");
   }
 }
-
-void strip_server_metadata(Value& object) {
-  if (Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
-    for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
-                              "deletionGracePeriodSeconds", "selfLink"}) {
-      metadata->RemoveMember(field);
-    }
-  }
-}
-
-}  // namespace
 
 void ApiServer::store_object(const std::string& key, Document object, const char* event_type) {
   auto version = store_.next_version();
@@ -1592,18 +1609,9 @@ Response ApiServer::create_object(const Request& request, const Target& target, 
   }
   std::vector<std::string> warnings;
   std::vector<FieldCause> causes;
-  if (!from_apply) {
-    if (auto rejected = handle_unknown_fields(type, body, field_validation(request), warnings, causes)) {
-      return *rejected;
-    }
-  } else if (type.custom && type.schema) {
-    std::vector<std::string> none;  // an apply with unknown fields was refused before
-    causes = validate_and_prune(*type.schema, body, none);
+  if (auto refused = decode_object(request, type, body, allocator, !from_apply, warnings, causes)) {
+    return *refused;
   }
-  if (auto undecodable = normalize_decoded(type, body, allocator)) {
-    return bad_request(decode_error_message(type, *undecodable));
-  }
-  apply_defaults(type, body, allocator);
   auto more = validate_object(type, body);
   causes.insert(causes.end(), more.begin(), more.end());
   if (!causes.empty()) {
@@ -1736,18 +1744,9 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
   json::set(metadata, "resourceVersion", Value(*json::find(old_metadata, "resourceVersion"), allocator), allocator);
   std::vector<std::string> warnings;
   std::vector<FieldCause> causes;
-  if (record_manager) {
-    if (auto rejected = handle_unknown_fields(type, updated, field_validation(request), warnings, causes)) {
-      return *rejected;
-    }
-  } else if (type.custom && type.schema) {
-    std::vector<std::string> none;  // an apply with unknown fields was refused before
-    causes = validate_and_prune(*type.schema, updated, none);
+  if (auto refused = decode_object(request, type, updated, allocator, record_manager, warnings, causes)) {
+    return *refused;
   }
-  if (auto undecodable = normalize_decoded(type, updated, allocator)) {
-    return bad_request(decode_error_message(type, *undecodable));
-  }
-  apply_defaults(type, updated, allocator);
   if (type.group.empty() && type.plural == "services") {
     // An update that omits what the Service's creation allocated keeps it.
     Value& spec = json::ensure_object(updated, "spec", allocator);
@@ -1919,11 +1918,11 @@ Response ApiServer::patch_object(const Request& request, const Target& target) {
     std::string message = "failed to create typed patch object (" + string_at(*applied, {"metadata", "namespace"}) +
                           "/" + target.name + "; " + type.group + "/" + type.version + ", Kind=" + type.kind + "): ";
     if (unknown.size() == 1) {
-      message += "." + unknown.front() + ": field not declared in schema";
+      message += unknown.front();
     } else {
       message += "errors:";
-      for (const auto& path : unknown) {
-        message += "\n  ." + path + ": field not declared in schema";
+      for (const auto& error : unknown) {
+        message += "\n  " + error;
       }
     }
     return failure(500, "", message);
@@ -2279,7 +2278,8 @@ std::vector<ResourceType> ApiServer::types_of_crd(const Value& crd) const {
                      [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     }
     type.namespaced = string_at(*spec, {"scope"}) != "Cluster";
-    type.verbs = standard_verbs();
+    // (the custom resource handler lists its verbs in this order: recording 63)
+    type.verbs = {"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"};
     for (const char* list : {"shortNames", "categories"}) {
       if (const Value* names = json::find_path(*spec, {"names", list}); names != nullptr && names->IsArray()) {
         for (const auto& name : names->GetArray()) {
@@ -2292,6 +2292,12 @@ std::vector<ResourceType> ApiServer::types_of_crd(const Value& crd) const {
     }
     type.has_status = json::find_path(version, {"subresources", "status"}) != nullptr;
     type.has_scale = json::find_path(version, {"subresources", "scale"}) != nullptr;
+    if (type.has_scale) {
+      type.subresources.push_back({"scale", "autoscaling", "v1", "Scale", {"get", "patch", "update"}});
+    }
+    if (type.has_status) {
+      type.subresources.push_back({"status", type.group, type.version, type.kind, {"get", "patch", "update"}});
+    }
     if (const Value* schema = json::find_path(version, {"schema", "openAPIV3Schema"}); schema != nullptr) {
       type.schema = std::make_shared<const Document>(json::copy(*schema));
     }

@@ -28,6 +28,7 @@
 
 #include "tests/emulator/api_server.hpp"
 #include "tests/emulator/persistence.hpp"
+#include "tests/emulator/preload.hpp"
 
 namespace kstate::emulator {
 
@@ -45,7 +46,8 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr auto kIdleTimeout = std::chrono::minutes(5);
 constexpr auto kWriteTimeout = std::chrono::seconds(60);
 constexpr auto kTickInterval = std::chrono::milliseconds(50);
-constexpr auto kBookmarkInterval = std::chrono::seconds(1);
+// The watch cache sends a bookmark this long before a watch's timeoutSeconds ends.
+constexpr auto kBookmarkBeforeTimeout = std::chrono::seconds(2);
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') {
@@ -109,7 +111,16 @@ std::string subject_entry(X509_NAME* name, int nid, int& last) {
 }  // namespace
 
 std::string make_kubeconfig(const std::string& server_url, const std::string& ca_pem, const std::string& admin_token,
-                            const std::string& readonly_token, const CertificateAndKey& client_certificate) {
+                            const std::string& readonly_token, const CertificateAndKey& client_certificate,
+                            const std::vector<PasswordUser>& password_users) {
+  std::string password_user_entries;
+  std::string password_contexts;
+  for (const auto& user : password_users) {
+    password_user_entries +=
+        "- name: " + user.name + "\n  user:\n    username: " + user.name + "\n    password: " + user.password + "\n";
+    password_contexts += "- name: " + user.name + "\n  context:\n    cluster: kstate-emulator\n    user: " + user.name +
+                         "\n    namespace: default\n";
+  }
   std::ostringstream out;
   out << "apiVersion: v1\nkind: Config\n"
       << "clusters:\n- name: kstate-emulator\n  cluster:\n    server: " << server_url
@@ -119,11 +130,12 @@ std::string make_kubeconfig(const std::string& server_url, const std::string& ca
       << "- name: cert-admin\n  user:\n    client-certificate-data: "
       << base64_encode(client_certificate.certificate_pem)
       << "\n    client-key-data: " << base64_encode(client_certificate.key_pem) << "\n"
+      << password_user_entries
       << "contexts:\n- name: kstate-emulator\n  context:\n    cluster: kstate-emulator\n    user: admin\n"
       << "    namespace: default\n"
       << "- name: readonly\n  context:\n    cluster: kstate-emulator\n    user: readonly\n    namespace: default\n"
       << "- name: cert-admin\n  context:\n    cluster: kstate-emulator\n    user: cert-admin\n    namespace: default\n"
-      << "current-context: kstate-emulator\n";
+      << password_contexts << "current-context: kstate-emulator\n";
   return out.str();
 }
 
@@ -198,12 +210,13 @@ class Emulator {
       : io_(io),
         options_(options),
         credentials_(std::move(credentials)),
+        password_users_(password_users(credentials_.admin_token)),
         ssl_(ssl::context::tls_server),
         acceptor_(io),
         tick_timer_(io),
         api_(
-            make_api_options(options, credentials_.ca.certificate_pem), [] { return std::chrono::system_clock::now(); },
-            seed(options)),
+            make_api_options(options, credentials_.ca.certificate_pem, password_users_),
+            [] { return std::chrono::system_clock::now(); }, seed(options)),
         faults_(seed(options) + 1) {
     faults_.set(options.faults);
   }
@@ -272,8 +285,17 @@ class Emulator {
     }
     api_.store().on_change = [this] { wake_watchers(); };
 
+    for (const auto& file : options_.preload) {
+      auto text = read_file(file);
+      if (!text) {
+        return Error(ErrorKind::io, "--preload " + file.string() + ": cannot read it");
+      }
+      if (auto loaded = preload_objects(api_, *text, file.string()); !loaded) {
+        return Error(loaded.error().kind, "--preload " + loaded.error().message);
+      }
+    }
     auto kubeconfig = make_kubeconfig(url_, credentials_.ca.certificate_pem, credentials_.admin_token,
-                                      credentials_.readonly_token, credentials_.client);
+                                      credentials_.readonly_token, credentials_.client, password_users_);
     if (auto written = write_file_atomically(options_.kubeconfig_out, kubeconfig); !written.ok()) {
       return written;
     }
@@ -334,11 +356,14 @@ class Emulator {
   static std::chrono::milliseconds milliseconds(double seconds) {
     return std::chrono::milliseconds(static_cast<long>(std::ceil(seconds * 1000)));
   }
-  static ApiServer::Options make_api_options(const EmulatorOptions& options, const std::string& ca_pem) {
+  static ApiServer::Options make_api_options(const EmulatorOptions& options, const std::string& ca_pem,
+                                             const std::vector<PasswordUser>& password_users) {
     ApiServer::Options api_options;
+    api_options.read_grants = read_grants_of(password_users);
     api_options.root_ca_pem = ca_pem;
     api_options.version = options.version;
     api_options.aggregated_discovery = options.aggregated_discovery;
+    api_options.openapi_schemas = options.openapi_schemas;
     api_options.compaction_interval = milliseconds(options.compaction_interval_seconds);
     api_options.crd_create_hold = milliseconds(options.crd_create_hold_seconds);
     api_options.crd_create_hold_window = milliseconds(options.crd_create_hold_window_seconds);
@@ -399,7 +424,11 @@ class Emulator {
     auto authorization = message[http::field::authorization];
     if (!authorization.empty()) {
       std::string_view header(authorization.data(), authorization.size());
-      if (header.starts_with("Bearer ")) {
+      if (header.starts_with("Basic ")) {
+        if (auto user = check_basic_auth(password_users_, header.substr(6))) {
+          identity = {true, *user, {"system:authenticated"}, false};
+        }
+      } else if (header.starts_with("Bearer ")) {
         auto token = header.substr(7);
         if (token == credentials_.admin_token) {
           identity = {true, "admin", {"system:masters", "system:authenticated"}, true};
@@ -629,6 +658,11 @@ class Emulator {
       Response response;
       response.status = fault.code;
       response.body = injected_failure_body(fault.code, fault.retry_after_seconds);
+      if (fault.code == 404) {
+        // What kube-apiserver answers for a path it does not serve (recordings 08, 60).
+        response.content_type = "text/plain; charset=utf-8";
+        response.body = "404 page not found\n";
+      }
       if (fault.code == 429 || fault.code == 503) {
         response.headers.emplace_back("Retry-After", std::to_string(fault.retry_after_seconds));
       }
@@ -651,6 +685,9 @@ class Emulator {
       co_await hold.async_wait(net::redirect_error(use_awaitable, ignored));
       request.held = true;
       response = api_.handle(request);
+    }
+    if (!fault.warning.empty()) {
+      add_warnings(response, {fault.warning});
     }
     persist();
     entry.handled_us =
@@ -742,7 +779,22 @@ class Emulator {
       net::steady_timer* timer;
       ~Unregister() { set.erase(timer); }
     } unregister{watchers_, &wake};
-    auto last_sent = std::chrono::steady_clock::now();
+    // Bookmarks as kube-apiserver's watch cache sends them: about 2 s before timeoutSeconds
+    // ends (none in a watch of 2 s or less), and every --watch-bookmark-interval (real: a
+    // minute), each only when the revision has moved on since what the watcher last got
+    // (recordings 55, 56).
+    const auto started = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> before_timeout;
+    if (spec.timeout_seconds > 0 && std::chrono::seconds(spec.timeout_seconds) > kBookmarkBeforeTimeout) {
+      before_timeout = deadline - kBookmarkBeforeTimeout;
+    }
+    const auto interval = std::chrono::milliseconds(
+        static_cast<long>(std::ceil(std::max(options_.watch_bookmark_interval_seconds, 0.001) * 1000)));
+    auto next_bookmark = started + interval;
+    if (before_timeout && *before_timeout < next_bookmark) {
+      next_bookmark = *before_timeout;
+    }
+    std::uint64_t progress = last;  // what the watcher has: the last event or bookmark sent
     auto drop_generation = watch_drop_generation_;
     auto stall_generation = watch_stall_generation_;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -770,12 +822,21 @@ class Emulator {
           batch += line;
         }
         co_await write_chunk(stream, batch);
-        last_sent = std::chrono::steady_clock::now();
-      } else if (spec.bookmarks && std::chrono::steady_clock::now() - last_sent >= kBookmarkInterval) {
-        co_await write_chunk(stream, api_.bookmark_line(spec, api_.store().current_version(), false));
-        last_sent = std::chrono::steady_clock::now();
+        progress = last;
       }
-      wake.expires_at(std::min(deadline, std::chrono::steady_clock::now() + kBookmarkInterval));
+      const auto now = std::chrono::steady_clock::now();
+      if (spec.bookmarks && now >= next_bookmark) {
+        const std::uint64_t current = api_.store().current_version();
+        if (current > progress) {
+          co_await write_chunk(stream, api_.bookmark_line(spec, current, false));
+          progress = current;
+        }
+        next_bookmark = now + interval;
+        if (before_timeout && now < *before_timeout && *before_timeout < next_bookmark) {
+          next_bookmark = *before_timeout;
+        }
+      }
+      wake.expires_at(std::min(deadline, spec.bookmarks ? next_bookmark : deadline));
       boost::system::error_code ignored;
       co_await wake.async_wait(net::redirect_error(use_awaitable, ignored));
     }
@@ -786,6 +847,7 @@ class Emulator {
   net::io_context& io_;
   EmulatorOptions options_;
   Credentials credentials_;
+  std::vector<PasswordUser> password_users_;
   ssl::context ssl_;
   tcp::acceptor acceptor_;
   net::steady_timer tick_timer_;

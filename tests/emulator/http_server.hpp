@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "tests/emulator/access.hpp"
 #include "tests/emulator/control.hpp"
 #include "tests/emulator/pki.hpp"
 
@@ -24,6 +26,7 @@ struct EmulatorOptions {
   double compaction_interval_seconds = 300;  // kube-apiserver's --etcd-compaction-interval (0: never)
   FaultSettings faults;
   bool aggregated_discovery = true;  // false: behave as a server older than 1.26 (legacy discovery only)
+  bool openapi_schemas = false;      // --openapi-schemas (ApiServer::Options::openapi_schemas)
   // The controllers' delays in seconds; ControllerOptions (controllers.hpp) says what each
   // does and what a real cluster takes.
   double crd_establish_delay_seconds = 0.5;
@@ -41,14 +44,21 @@ struct EmulatorOptions {
   double deployment_controller_delay_seconds = 0;
   bool job_controller = true;
   double job_controller_delay_seconds = 0;
+  // Seconds between a watch's bookmarks (besides the one 2 s before its timeoutSeconds);
+  // kube-apiserver's watch cache: 60.
+  double watch_bookmark_interval_seconds = 1;
   std::uint64_t seed = 0;  // 0: random
+  // --preload: fixture files whose objects are stored at start-up, status included (preload.hpp)
+  std::vector<std::filesystem::path> preload;
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.
 int run_emulator(const EmulatorOptions& options);
 
-// The kubeconfig the emulator writes (contexts: default admin token, `readonly`, `cert-admin`).
+// The kubeconfig the emulator writes (contexts: default admin token, `readonly`, `cert-admin`,
+// and one per password user: `basic-reader`, `pod-reader`; access.hpp).
 std::string make_kubeconfig(const std::string& server_url, const std::string& ca_pem, const std::string& admin_token,
-                            const std::string& readonly_token, const CertificateAndKey& client_certificate);
+                            const std::string& readonly_token, const CertificateAndKey& client_certificate,
+                            const std::vector<PasswordUser>& password_users = {});
 
 }  // namespace kstate::emulator

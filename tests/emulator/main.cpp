@@ -1,6 +1,6 @@
 // kstate-emulator: a loopback kube-apiserver for tests and demos.
 //   kstate-emulator --listen 127.0.0.1:0 --kubeconfig-out FILE [--data-dir DIR] [--version 1.32]
-//                   [--real-delays] [controller delays...] [--fault-* ...]
+//                   [--real-delays] [controller delays...] [--preload FILE ...] [--fault-* ...]
 // Prints "listening on https://127.0.0.1:PORT" once it accepts connections.
 // tests/emulator/README.md describes every option and what differs from a real cluster.
 #include <CLI/CLI.hpp>
@@ -75,15 +75,26 @@ int main(int argc, char** argv) {
                  "seconds after a Job is created before its status is written (default 0; real about 1)")
       ->check(seconds);
 
+  app.add_option("--watch-bookmark-interval", options.watch_bookmark_interval_seconds,
+                 "seconds between a watch's bookmarks when the revision moved on, besides the one 2 s before its "
+                 "timeoutSeconds (default 1; real 60)")
+      ->check(CLI::Range(0.001, 3600.0));
+
   app.add_option("--fault-latency-ms", options.faults.latency_ms, "added latency on every request");
   app.add_option("--fault-fail-fraction", options.faults.fail_fraction, "fraction of requests answered --fault-code");
   app.add_option("--fault-fail-next", options.faults.fail_next, "the next N requests are answered --fault-code");
   app.add_option("--fault-code", options.faults.fail_code, "status code of injected failures (429, 500, 503)");
   app.add_option("--fault-retry-after", options.faults.retry_after_seconds, "Retry-After seconds on 429/503");
+  app.add_flag("--openapi-schemas", options.openapi_schemas,
+               "publish the built-in field table as OpenAPI v3 schemas (off: documents without schemas, and kubectl "
+               "keeps its compiled-in patch rules)");
   bool no_aggregated_discovery = false;
   app.add_flag("--no-aggregated-discovery", no_aggregated_discovery,
                "serve legacy discovery only, as kube-apiserver before 1.26 (406 when Accept allows nothing else)");
   app.add_option("--seed", options.seed, "random seed (uids, generated names, fault rolls)");
+  app.add_option("--preload", options.preload,
+                 "YAML or JSON file of objects stored at start-up as a running cluster's state, status included "
+                 "(e.g. Nodes and Pods with container statuses); repeatable");
   CLI11_PARSE(app, argc, argv);
   if (real_delays) {
     // What the recordings of kube-apiserver 1.32 show (tests/emulator/README.md).
@@ -101,6 +112,7 @@ int main(int argc, char** argv) {
         {"--namespace-recheck-interval", &options.namespace_recheck_interval_seconds, 15},
         {"--deployment-controller-delay", &options.deployment_controller_delay_seconds, 0.5},
         {"--job-controller-delay", &options.job_controller_delay_seconds, 1},
+        {"--watch-bookmark-interval", &options.watch_bookmark_interval_seconds, 60},
     };
     for (const auto& delay : delays) {
       if (app.count(delay.flag) == 0) {

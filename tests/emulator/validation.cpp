@@ -362,54 +362,6 @@ std::vector<FieldCause> validate_object(const ResourceType& type, const json::Va
   return causes;
 }
 
-std::vector<std::string> drop_unknown_builtin_fields(const ResourceType& type, json::Value& object) {
-  static constexpr std::array<std::string_view, 16> metadata_fields = {"name",
-                                                                       "generateName",
-                                                                       "namespace",
-                                                                       "selfLink",
-                                                                       "uid",
-                                                                       "resourceVersion",
-                                                                       "generation",
-                                                                       "labels",
-                                                                       "annotations",
-                                                                       "ownerReferences",
-                                                                       "finalizers",
-                                                                       "managedFields",
-                                                                       "creationTimestamp",
-                                                                       "deletionTimestamp",
-                                                                       "deletionGracePeriodSeconds",
-                                                                       "clusterName"};
-  std::vector<std::string> unknown;
-  std::vector<std::string> doomed;
-  for (const auto& member : object.GetObject()) {
-    std::string_view name(member.name.GetString(), member.name.GetStringLength());
-    if (name == "apiVersion" || name == "kind" || name == "metadata") {
-      continue;
-    }
-    if (std::find(type.top_level_fields.begin(), type.top_level_fields.end(), name) == type.top_level_fields.end()) {
-      doomed.emplace_back(name);
-    }
-  }
-  for (const auto& name : doomed) {
-    object.RemoveMember(name.c_str());
-    unknown.push_back(name);
-  }
-  if (json::Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
-    doomed.clear();
-    for (const auto& member : metadata->GetObject()) {
-      std::string_view name(member.name.GetString(), member.name.GetStringLength());
-      if (std::find(metadata_fields.begin(), metadata_fields.end(), name) == metadata_fields.end()) {
-        doomed.emplace_back(name);
-      }
-    }
-    for (const auto& name : doomed) {
-      metadata->RemoveMember(name.c_str());
-      unknown.push_back("metadata." + name);
-    }
-  }
-  return unknown;
-}
-
 // ---- CRD schemas ----------------------------------------------------------------
 
 namespace {

@@ -14,14 +14,6 @@ using kstate::testing::Emulator;
 
 namespace {
 
-json::Document check(const Replayer& replayer, const char* number,
-                     const JsonComparison& comparison = JsonComparison::run_to_run()) {
-  auto exchange = load_recording(number);
-  auto reply = replayer.send(exchange);
-  CHECK(mismatch_report(exchange, compare_reply(exchange, reply, comparison)) == "");
-  return reply_json(reply);
-}
-
 std::string config_map(const std::string& name, const std::string& labels) {
   return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name + R"(","labels":)" + labels + "}}";
 }
@@ -37,17 +29,17 @@ TEST_CASE(
   REQUIRE(recorder_request(emulator, "POST", "/api/v1/namespaces/rec-1/configmaps",
                            config_map("app-extra", R"({"tier":"db"})"))
               .status == 201);
-  check(replayer, "70");
+  replay_and_check(replayer, "70");
   CHECK(recorder_request(emulator, "GET", "/api/v1/namespaces/rec-1/configmaps/app-extra").status == 404);
-  check(replayer, "71");
+  replay_and_check(replayer, "71");
   CHECK(recorder_request(emulator, "GET", "/api/v1/namespaces/rec-1/configmaps/app-config").status == 200);
-  check(replayer, "74");
+  replay_and_check(replayer, "74");
   for (const char* name : {"batch-0", "batch-1", "batch-2"}) {
     REQUIRE(recorder_request(emulator, "POST", "/api/v1/namespaces/rec-1/configmaps",
                              config_map(name, R"({"group":"batch"})"))
                 .status == 201);
   }
-  check(replayer, "75");
+  replay_and_check(replayer, "75");
   auto left =
       reply_json(recorder_request(emulator, "GET", "/api/v1/namespaces/rec-1/configmaps?labelSelector=group%3Dbatch"));
   CHECK(json::find(left, "items")->Empty());

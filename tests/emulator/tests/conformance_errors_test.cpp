@@ -15,18 +15,6 @@ using kstate::testing::Emulator;
 
 namespace {
 
-json::Document check(const Replayer& replayer, const RecordedExchange& exchange,
-                     const Replayer::Overrides& overrides = {},
-                     const JsonComparison& comparison = JsonComparison::run_to_run()) {
-  auto reply = replayer.send(exchange, overrides);
-  CHECK(mismatch_report(exchange, compare_reply(exchange, reply, comparison)) == "");
-  return reply_json(reply);
-}
-
-json::Document check(const Replayer& replayer, const char* number) {
-  return check(replayer, load_recording(number));
-}
-
 // The recorded PUT body with this run's uid and the given resourceVersion.
 std::string put_body(const RecordedExchange& exchange, const json::Value& live, const std::string& version) {
   auto body = json::parse(exchange.request_body);
@@ -50,8 +38,8 @@ TEST_CASE(
   Replayer replayer(emulator);
   REQUIRE(replayer.send(load_recording("10")).status == 201);
   REQUIRE(replayer.send(load_recording("11")).status == 201);
-  check(replayer, "36");
-  check(replayer, "37");
+  replay_and_check(replayer, "36");
+  replay_and_check(replayer, "37");
 
   // A first PUT of what a GET returned succeeds; the same PUT again is stale.
   auto read = reply_json(recorder_request(emulator, "GET", "/api/v1/namespaces/rec-1/configmaps/app-config"));
@@ -61,15 +49,16 @@ TEST_CASE(
                                 put_body(stale, read, first_version));
   REQUIRE(first.status == 200);
   CHECK(version_of(reply_json(first)) != first_version);
-  check(replayer, stale, {std::nullopt, {}, put_body(stale, read, first_version)});
+  replay_and_check(replayer, stale, JsonComparison::run_to_run(),
+                   {std::nullopt, {}, put_body(stale, read, first_version)});
   // Without a resourceVersion a PUT is unconditional.
   auto unconditional =
       recorder_request(emulator, "PUT", "/api/v1/namespaces/rec-1/configmaps/app-config", put_body(stale, read, ""));
   CHECK(unconditional.status == 200);
 
-  check(replayer, "41");
+  replay_and_check(replayer, "41");
   for (const char* number : {"43", "44", "45", "46", "47", "48"}) {
-    check(replayer, number);
+    replay_and_check(replayer, number);
   }
 }
 
@@ -77,8 +66,8 @@ TEST_CASE("conformance 51-53: Lease MicroTimes, and a stale takeover is 409") {
   Emulator emulator(conformance_emulator());
   Replayer replayer(emulator);
   REQUIRE(replayer.send(load_recording("10")).status == 201);
-  auto lease = check(replayer, "51");
-  check(replayer, "52");
+  auto lease = replay_and_check(replayer, "51");
+  replay_and_check(replayer, "52");
   // Without fraction digits a MicroTime is refused too.
   auto no_fraction =
       recorder_request(emulator, "POST", "/apis/coordination.k8s.io/v1/namespaces/rec-1/leases",
@@ -95,7 +84,8 @@ TEST_CASE("conformance 51-53: Lease MicroTimes, and a stale takeover is 409") {
   auto renewed = recorder_request(emulator, "PUT", "/apis/coordination.k8s.io/v1/namespaces/rec-1/leases/kstate-leader",
                                   put_body(takeover, lease, created_version));
   REQUIRE(renewed.status == 200);
-  check(replayer, takeover, {std::nullopt, {}, put_body(takeover, lease, created_version)});
+  replay_and_check(replayer, takeover, JsonComparison::run_to_run(),
+                   {std::nullopt, {}, put_body(takeover, lease, created_version)});
 }
 
 }  // namespace conformance_errors_test
