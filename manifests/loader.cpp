@@ -324,11 +324,13 @@ const std::vector<std::string_view> kStrategies = {"apply", "replace", "create-o
 std::vector<std::string_view> arguments_of(Function function) {
   switch (function) {
     case Function::object_present:
-      return {"manifest", "source", "require", "wait", "strategy", "recreate", "propagation"};
+      return {"manifest", "source", "name",     "require",  "require_in", "onchanges",
+              "watch",    "wait",   "strategy", "recreate", "propagation"};
     case Function::object_updated:
-      return {"manifest", "source", "require", "wait", "strategy"};
+      return {"manifest", "source", "name", "require", "require_in", "onchanges", "watch", "wait", "strategy"};
     case Function::object_absent:
-      return {"manifest", "source", "apiVersion", "kind", "name", "namespace", "require", "wait", "propagation"};
+      return {"manifest", "source",     "apiVersion", "kind",  "name", "namespace",
+              "require",  "require_in", "onchanges",  "watch", "wait", "propagation"};
   }
   return {};
 }
@@ -363,7 +365,25 @@ struct Arguments {
   std::optional<std::string> propagation;
   std::optional<Wait> wait;
   std::vector<std::string> require;
+  std::vector<std::string> require_in;
+  std::vector<std::string> onchanges;
+  std::vector<std::string> watch;
 };
+
+// The requisite arguments and where each goes in Arguments.
+constexpr std::string_view kRequisites[] = {"require", "require_in", "onchanges", "watch"};
+std::vector<std::string>& requisite_list(Arguments& arguments, std::string_view name) {
+  if (name == "require_in") {
+    return arguments.require_in;
+  }
+  if (name == "onchanges") {
+    return arguments.onchanges;
+  }
+  if (name == "watch") {
+    return arguments.watch;
+  }
+  return arguments.require;
+}
 
 class Loader {
  public:
@@ -490,7 +510,76 @@ class Loader {
       return;
     }
     for (const auto& member : root.GetObject()) {
+      std::size_t first_new = result_.states.size();
+      if (view(member.name) == "include") {
+        include_files(member.value, document.locator, path, stack);
+        continue;
+      }
       load_state_entry(view(member.name), member.value, document.locator, path, stack);
+      // The file a `- sls:` requisite names (states of nested state documents have theirs).
+      for (std::size_t i = first_new; i < result_.states.size(); ++i) {
+        if (result_.states[i].sls_file.empty()) {
+          result_.states[i].sls_file = stack.back();
+        }
+      }
+    }
+  }
+
+  // Salt's top-level `include:` of a state document: a list of state files (SLS names
+  // or paths, resolve_state_file), each loaded once as if it were in the manifests.
+  void include_files(const json::Value& list, const YamlLocator& document_at, const std::string& path,
+                     std::vector<std::string>& stack) {
+    YamlLocator list_at = document_at.child("include");
+    if (!list.IsArray()) {
+      error(path, list_at.position(), {},
+            std::string("include: expected a list of state files (SLS names or paths), not a ") + type_name(list));
+      return;
+    }
+    if (!options_.follow_sources) {
+      error(path, list_at.position(), {}, "include: includes are disabled here");
+      return;
+    }
+    for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
+      TextPosition at = list_at.item(i).position();
+      if (!list[i].IsString() || list[i].GetStringLength() == 0) {
+        error(path, at, {}, std::string("include: expected an SLS name or a file path, not a ") + type_name(list[i]));
+        continue;
+      }
+      Result<std::string> target = resolve_state_file(view(list[i]), path);
+      if (!target.ok()) {
+        error(path, at, {}, "include: " + target.error().message);
+        continue;
+      }
+      std::string key = stack_key(*target);
+      if (std::find(stack.begin(), stack.end(), key) != stack.end()) {
+        std::string chain;
+        for (const auto& file : stack) {
+          chain += file + " -> ";
+        }
+        error(path, at, {}, "include: include cycle: " + chain + key);
+        continue;
+      }
+      result_.included_by[*target].insert(path);
+      if (!included_.insert(key).second) {
+        continue;  // Salt loads a state file once, however many files include it
+      }
+      if (static_cast<int>(stack.size()) > kMaxIncludeDepth) {
+        error(path, at, {}, "include: includes nested deeper than " + std::to_string(kMaxIncludeDepth) + " files");
+        continue;
+      }
+      FileContent content = read_file(*target, options_.limits.max_file_bytes);
+      if (!content.error.empty()) {
+        error(path, at, {}, "include: " + *target + ": " + content.error);
+        continue;
+      }
+      record_file(*target, content.text);
+      std::size_t errors_before = result_.errors.size();
+      stack.push_back(key);
+      load_documents(content.text, *target, stack, nullptr);
+      stack.pop_back();
+      if (result_.errors.size() != errors_before) {
+        result_.failed_files.insert(path);  // the including file's states are incomplete
+      }
     }
   }
 
@@ -603,6 +692,9 @@ class Loader {
       state.wait = *arguments.wait;
     }
     state.require.insert(state.require.end(), arguments.require.begin(), arguments.require.end());
+    state.require_in.insert(state.require_in.end(), arguments.require_in.begin(), arguments.require_in.end());
+    state.onchanges.insert(state.onchanges.end(), arguments.onchanges.begin(), arguments.onchanges.end());
+    state.watch.insert(state.watch.end(), arguments.watch.begin(), arguments.watch.end());
   }
 
   // Reads the kstate.io/... and compatible annotations into the state. Returns false
@@ -773,6 +865,7 @@ class Loader {
     const json::Value* manifest = nullptr;
     YamlLocator manifest_at;
     const Argument* source = nullptr;
+    const Argument* name_path = nullptr;
     std::map<std::string_view, const Argument*> absent_fields;
     std::set<std::string_view> seen;
     std::vector<std::string_view> allowed = arguments_of(*function);
@@ -807,6 +900,13 @@ class Loader {
         } else {
           source = &argument;
         }
+      } else if (argument.name == "name" && *function != Function::object_absent) {
+        // MetalK8s: the manifest's path (when no manifest is given; else only a label).
+        if (!value.IsString() || value.GetStringLength() == 0) {
+          fail("expected a manifest file path (string)");
+        } else {
+          name_path = &argument;
+        }
       } else if (argument.name == "apiVersion" || argument.name == "kind" || argument.name == "name" ||
                  argument.name == "namespace") {
         if (!value.IsString()) {
@@ -814,9 +914,10 @@ class Loader {
         } else {
           absent_fields[argument.name] = &argument;
         }
-      } else if (argument.name == "require") {
-        if (!parse_require(value, parsed.require)) {
-          fail("expected a state ID, Kind/namespace/name, or a list of them (or of {module: ID} mappings)");
+      } else if (std::find(std::begin(kRequisites), std::end(kRequisites), argument.name) != std::end(kRequisites)) {
+        std::string message;
+        if (!parse_requisite(value, path, requisite_list(parsed, argument.name), message)) {
+          fail(message);
         }
       } else if (argument.name == "wait") {
         Wait wait;
@@ -850,12 +951,15 @@ class Loader {
         }
       }
     }
+    if (name_path != nullptr && manifest == nullptr && source == nullptr) {
+      source = name_path;
+    }
     int object_sources = (manifest != nullptr ? 1 : 0) + (source != nullptr ? 1 : 0) + (absent_fields.empty() ? 0 : 1);
     if (ok && object_sources == 0) {
       error(path, function_at, id,
             std::string(to_string(*function)) + " needs " +
                 (*function == Function::object_absent ? "manifest, source, or apiVersion/kind/name"
-                                                      : "manifest or source"));
+                                                      : "manifest, or source or name (a manifest file)"));
       return;
     }
     if (ok && object_sources > 1) {
@@ -877,7 +981,12 @@ class Loader {
     }
   }
 
-  static bool parse_require(const json::Value& value, std::vector<std::string>& out) {
+  // A requisite's value: a reference or a list of them, each a state ID,
+  // Kind/namespace/name, {module: ID} (Salt's form, the module is not checked) or
+  // {sls: name} (every state of that state file, "sls:" + its real path).
+  static bool parse_requisite(const json::Value& value, const std::string& path, std::vector<std::string>& out,
+                              std::string& message) {
+    message = "expected a state ID, Kind/namespace/name, or a list of them (or of {module: ID} or {sls: name})";
     if (value.IsString()) {
       out.emplace_back(view(value));
       return value.GetStringLength() > 0;
@@ -888,8 +997,18 @@ class Loader {
     for (const auto& item : value.GetArray()) {
       if (item.IsString() && item.GetStringLength() > 0) {
         out.emplace_back(view(item));
-      } else if (item.IsObject() && item.MemberCount() == 1 && item.MemberBegin()->value.IsString()) {
-        out.emplace_back(view(item.MemberBegin()->value));  // Salt: {module: id}
+      } else if (item.IsObject() && item.MemberCount() == 1 && item.MemberBegin()->value.IsString() &&
+                 item.MemberBegin()->value.GetStringLength() > 0) {
+        if (view(item.MemberBegin()->name) != "sls") {
+          out.emplace_back(view(item.MemberBegin()->value));
+          continue;
+        }
+        Result<std::string> file = resolve_state_file(view(item.MemberBegin()->value), path);
+        if (!file.ok()) {
+          message = "sls: " + file.error().message;
+          return false;
+        }
+        out.push_back(std::string(sls_prefix) + stack_key(*file));
       } else {
         return false;
       }
@@ -1123,6 +1242,7 @@ class Loader {
 
   LoadResult& result_;
   const LoadOptions& options_;
+  std::set<std::string> included_;  // real paths of the files `include:` loaded
 };
 
 // Group of an apiVersion ("apps/v1" -> "apps", "v1" -> "").
@@ -1139,6 +1259,20 @@ std::string object_identity(const json::Value& object) {
   return identity;
 }
 
+// The same state loaded twice: a state file included by two files, or one the walk
+// loads that another includes.
+bool same_declaration(const State& first, const State& second) {
+  if (first.function != second.function || first.source.line != second.source.line ||
+      first.source.column != second.source.column || first.object != second.object) {
+    return false;
+  }
+  if (first.source.file == second.source.file) {
+    return true;
+  }
+  std::error_code error;
+  return fs::equivalent(first.source.file, second.source.file, error) && !error;
+}
+
 void check_result(LoadResult& result, const LoadOptions& options) {
   if (options.check_references) {
     std::vector<LoadError> errors = check_states(result.states, result.failed_files);
@@ -1147,6 +1281,79 @@ void check_result(LoadResult& result, const LoadOptions& options) {
 }
 
 }  // namespace
+
+Result<std::string> resolve_state_file(std::string_view name, const std::string& from_file) {
+  const fs::path folder = fs::path(from_file).parent_path();
+  auto exists = [](const fs::path& path) {
+    std::error_code ignored;
+    return fs::is_regular_file(path, ignored);
+  };
+  const bool salt_url = starts_with(name, "salt://");
+  const bool is_path = !salt_url && (name.find('/') != std::string_view::npos || ends_with(name, ".sls") ||
+                                     ends_with(name, ".yaml") || ends_with(name, ".yml") || ends_with(name, ".json"));
+  if (is_path) {
+    fs::path path = fs::path(name).is_absolute() ? fs::path(name) : folder / fs::path(name);
+    if (!exists(path)) {
+      return Error(ErrorKind::invalid_input, path.lexically_normal().string() + ": no such file");
+    }
+    return path.lexically_normal().string();
+  }
+  // The candidates under a root folder, and the roots to try.
+  std::vector<fs::path> relative;
+  std::vector<fs::path> roots;
+  std::string_view rest = name;
+  if (salt_url) {
+    rest.remove_prefix(std::string_view("salt://").size());
+    relative.emplace_back(rest);
+  } else {
+    std::size_t dots = 0;
+    while (dots < rest.size() && rest[dots] == '.') {
+      ++dots;
+    }
+    rest.remove_prefix(dots);
+    if (rest.empty() || rest.find("..") != std::string_view::npos || rest.back() == '.') {
+      return Error(ErrorKind::invalid_input, "\"" + std::string(name) + "\" is not an SLS name (a.b.c or .c)");
+    }
+    std::string as_path(rest);
+    std::replace(as_path.begin(), as_path.end(), '.', '/');
+    for (const char* suffix : {".sls", "/init.sls", ".yaml", ".yml"}) {
+      relative.emplace_back(as_path + suffix);
+    }
+    if (dots > 0) {
+      fs::path root = folder;
+      for (std::size_t up = 1; up < dots; ++up) {
+        root = root.parent_path();
+      }
+      roots.push_back(root);
+    }
+  }
+  if (roots.empty()) {
+    // The nearest folder upwards that has it: the state tree's root (Salt's file root).
+    fs::path root = fs::absolute(folder.empty() ? fs::path(".") : folder).lexically_normal();
+    while (true) {
+      roots.push_back(root);
+      if (!root.has_relative_path()) {
+        break;
+      }
+      root = root.parent_path();
+    }
+  }
+  for (const auto& root : roots) {
+    for (const auto& candidate : relative) {
+      fs::path path = (root / candidate).lexically_normal();
+      if (exists(path)) {
+        return path.string();
+      }
+    }
+  }
+  std::string tried;
+  for (const auto& candidate : relative) {
+    tried += (tried.empty() ? "" : ", ") + candidate.string();
+  }
+  return Error(ErrorKind::invalid_input,
+               "cannot find \"" + std::string(name) + "\": no " + tried + " under " +
+                   (roots.size() == 1 ? roots.front().string() : roots.front().string() + " or a folder above it"));
+}
 
 std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::string>& failed_files) {
   std::vector<LoadError> errors;
@@ -1168,6 +1375,10 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
     auto [existing_id, inserted] = by_id.emplace(state.id, i);
     if (!inserted) {
       const State& first = states[existing_id->second];
+      if (same_declaration(first, state)) {
+        keep[i] = false;  // one state file included by several others (Salt loads it once)
+        continue;
+      }
       reject(i, "duplicate state ID (first declared at " + first.source.to_string() + ")");
       continue;
     }
@@ -1206,8 +1417,14 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
   }
   // Names a `require` may use: state IDs, include parents, and Kind/namespace/name.
   // Only needed when some state requires another: most sets have no `require`.
-  const bool any_require =
-      std::any_of(states.begin(), states.end(), [](const State& state) { return !state.require.empty(); });
+  auto requisites_of = [](const State& state) {
+    return std::array<const std::vector<std::string>*, 4>{&state.require, &state.require_in, &state.onchanges,
+                                                          &state.watch};
+  };
+  const bool any_require = std::any_of(states.begin(), states.end(), [&](const State& state) {
+    auto lists = requisites_of(state);
+    return std::any_of(lists.begin(), lists.end(), [](const auto* list) { return !list->empty(); });
+  });
   std::unordered_set<std::string> known;
   for (std::size_t i = 0; any_require && i < states.size(); ++i) {
     if (!keep[i]) {
@@ -1218,16 +1435,29 @@ std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::st
     if (!states[i].parent_id.empty()) {
       known.insert(states[i].parent_id);
     }
+    if (!states[i].sls_file.empty()) {
+      known.insert(std::string(sls_prefix) + states[i].sls_file);
+    }
   }
   for (std::size_t i = 0; any_require && i < states.size(); ++i) {
     if (!keep[i]) {
       continue;
     }
-    for (const auto& required : states[i].require) {
-      if (known.count(required) == 0) {
+    const char* const names[] = {"requires", "require_in names", "onchanges names", "watches"};
+    auto lists = requisites_of(states[i]);
+    for (std::size_t list = 0; list < lists.size() && keep[i]; ++list) {
+      for (const auto& required : *lists[list]) {
+        if (known.count(required) > 0) {
+          continue;
+        }
+        if (required.starts_with(sls_prefix)) {
+          reject(i, std::string(names[list]) + " every state of " + required.substr(sls_prefix.size()) +
+                        ", which declares none that loaded (is it included?)");
+          break;
+        }
         std::vector<std::string_view> candidates(known.begin(), known.end());
-        reject(i, "requires \"" + required + "\", which is not a state ID or an object in the manifests" +
-                      did_you_mean(required, candidates));
+        reject(i, std::string(names[list]) + " \"" + required +
+                      "\", which is not a state ID or an object in the manifests" + did_you_mean(required, candidates));
         break;
       }
     }

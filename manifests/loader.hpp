@@ -39,11 +39,20 @@
 //                                 parent_id = <id>, and `require: [<id>]` means all of them.
 //                                 State documents inside an included file keep their IDs.
 //                                 Include cycles are errors.
+//      name: path.yaml            (object_present, object_updated) as MetalK8s writes it:
+//                                 the manifest's path, like source: (only a label when a
+//                                 manifest is given)
 //      apiVersion, kind, name, namespace   (object_absent only) the object to delete
-//      require: id | [id | Kind/ns/name | {module: id}]   wait: bool | attempts |
+//      require: id | [id | Kind/ns/name | {module: id} | {sls: name}]   and the other
+//      Salt requisites, written the same way: require_in (the states named require this
+//      one), onchanges (run only when one of them changed something), watch (like
+//      require; when one changed, a Deployment, DaemonSet or StatefulSet is restarted as
+//      `kubectl rollout restart` does)   wait: bool | attempts |
 //      {attempts, sleep} | {timeout}   strategy: apply|replace|create-only (present,
 //      updated)   recreate: bool (present)   propagation: Background|Foreground|Orphan
 //      (present, absent). Annotations on the manifest apply where no argument is given.
+//    A top-level `include:` (a list of SLS names or paths, resolve_state_file) loads
+//    those state files, each once; their states keep their IDs.
 //  - kustomize build files (`apiVersion: kustomize.config.k8s.io/...`, or a
 //    kustomization.yaml without apiVersion) get one clear error; kstate does not run
 //    kustomize.
@@ -76,6 +85,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.hpp"
 #include "manifests/state.hpp"
 #include "manifests/variables.hpp"
 #include "manifests/yaml_to_json.hpp"
@@ -192,6 +202,17 @@ std::vector<ListedFile> list_manifest_files_with_stat(const std::vector<std::str
 // names nothing known, identical duplicates) and returns one error per problem;
 // `failed_files` receives their files.
 std::vector<LoadError> check_states(std::vector<State>& states, std::set<std::string>& failed_files);
+
+// The file an `include:` item or a `- sls:` requisite names, from the file that names
+// it, as Salt maps SLS names to files with the manifests tree as its file root:
+//  - "a.b.c" is a/b/c.sls, a/b/c/init.sls, a/b/c.yaml or a/b/c.yml (the first that
+//    exists) under the nearest folder, from the naming file's own upwards, that has one;
+//  - ".c" is c under the naming file's folder, "..c" under its parent, and so on;
+//  - "salt://a/b.yaml" is a/b.yaml under the nearest such folder;
+//  - a name with a slash or ending .sls, .yaml, .yml or .json is a path, relative to
+//    the naming file's folder unless absolute.
+// An error (invalid_input) lists the files tried.
+Result<std::string> resolve_state_file(std::string_view name, const std::string& from_file);
 
 // SHA-256 of bytes as lowercase hex (OpenSSL).
 std::string sha256_hex(std::string_view bytes);

@@ -5,11 +5,16 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/json.hpp"
 
 namespace kstate::manifests {
+
+// What a requisite reference starts with when it names every state of a state file
+// (`- sls: name`): "sls:" + the file's real path.
+inline constexpr std::string_view sls_prefix = "sls:";
 
 enum class Function { object_present, object_updated, object_absent };
 const char* to_string(Function function);  // "object_present", ...
@@ -48,7 +53,13 @@ struct StateSettings {
   bool recreate = false;
   std::string propagation = "Background";
   Wait wait;
-  std::vector<std::string> require;  // state IDs or Kind/namespace/name
+  // Salt's requisites, each a list of references: a state ID, an include parent's ID,
+  // Kind/namespace/name, or "sls:" + the real path of a state file (every state it
+  // declares; written `- sls: name` in a state document).
+  std::vector<std::string> require;     // run after these; not at all when one failed
+  std::vector<std::string> require_in;  // the states named require this one
+  std::vector<std::string> onchanges;   // like require, and run only when one changed something
+  std::vector<std::string> watch;       // like require, and restart this workload when one changed
   bool prune_disabled = false;
   // Annotation kstate.io/takeover: disabled: the object is shared with other managers on
   // purpose, so kstate does not take their fields over (states/takeover.hpp).
@@ -60,6 +71,9 @@ struct StateSettings {
   // True when the ID was written by a person in a state document (not derived from the
   // object); such a state wins over an identical plain-object duplicate.
   bool from_state_document = false;
+  // For states declared in a state document: the real path of its file, which a
+  // requisite `- sls: name` names.
+  std::string sls_file;
 };
 
 struct State : StateSettings {

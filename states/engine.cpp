@@ -19,10 +19,12 @@
 
 #include "states/compare.hpp"
 #include "states/diff.hpp"
+#include "states/inventory.hpp"
 #include "states/normalize.hpp"
 #include "states/ordering.hpp"
 #include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
+#include "states/requisites.hpp"
 #include "states/schema_validation.hpp"
 #include "states/takeover.hpp"
 
@@ -125,7 +127,9 @@ struct Engine::Impl {
     bool selected = true;  // EngineOptions::selected
     bool failed = false;
     bool done = false;
-    std::string uid;  // of the object as it exists after an object_present
+    bool changed_something = false;  // made or (test mode) would make a change: onchanges, watch
+    bool created = false;            // (or would be) created by this run
+    std::string uid;                 // of the object as it exists after an object_present
     // Read it with a GET when the state runs, not from its pair: its namespace did not
     // exist when the pair was read, and the cluster makes an object of its name in every
     // new namespace; or a create found it made meanwhile.
@@ -822,6 +826,10 @@ struct Engine::Impl {
       item.name = slot.ref.name;
       item.require = state.require;
       item.parent_id = state.parent_id;
+      item.require_in = state.require_in;
+      item.onchanges = state.onchanges;
+      item.watch = state.watch;
+      item.sls_file = state.sls_file;
       if (is_crd(slot.ref.gvk)) {
         item.defines_group = string_at(state.object, {"spec", "group"});
         item.defines_kind = string_at(state.object, {"spec", "names", "kind"});
@@ -873,7 +881,7 @@ struct Engine::Impl {
               std::size_t node = ready.front();
               ready.pop_front();
               if (node < plan.item_count && slots[node].selected) {
-                co_await execute(node, plan.nodes[node].requires_nodes);
+                co_await execute(node, plan.nodes[node]);
               }
               complete(node);
             }
@@ -942,6 +950,8 @@ struct Engine::Impl {
   void changed(std::size_t index, const std::string& verb, const std::string& diff) {
     Slot& slot = slots[index];
     slot.done = true;
+    slot.changed_something = true;
+    slot.created = slot.created || verb == "created";
     if (!options.record_diffs) {
       set_only_change(slot.result.changes, verb, slot.result.name);
     } else if (!diff.empty()) {
@@ -1066,15 +1076,33 @@ struct Engine::Impl {
         slot.resource ? slot.ref.display() : slot.ref.gvk.kind + "/" + string_at(state.object, {"metadata", "name"});
   }
 
-  asio::awaitable<void> execute(std::size_t index, const std::vector<std::size_t>& requisites) {
+  asio::awaitable<void> execute(std::size_t index, const PlanNode& node) {
     auto started = Clock::now();
     Slot& slot = slots[index];
     start_result(index);
-    for (std::size_t d : requisites) {
-      if (d < slots.size() && slots[d].failed) {
-        fail(index, "One or more requisite failed: " + states[d].id);
-        co_return;
+    std::vector<RequisiteStatus> requisites;
+    for (std::size_t d : node.requires_nodes) {
+      if (d >= slots.size()) {
+        continue;
       }
+      RequisiteStatus& status = requisites.emplace_back();
+      status.id = states[d].id;
+      status.outcome = slots[d].failed              ? RequisiteOutcome::failed
+                       : slots[d].changed_something ? RequisiteOutcome::changed
+                                                    : RequisiteOutcome::unchanged;
+      status.onchanges = std::binary_search(node.onchanges_nodes.begin(), node.onchanges_nodes.end(), d);
+      status.watched = std::binary_search(node.watch_nodes.begin(), node.watch_nodes.end(), d);
+    }
+    RunDecision decision = decide_run(requisites);
+    switch (decision.action) {
+      case BeforeRun::requisite_failed:
+        fail(index, decision.comment);
+        co_return;
+      case BeforeRun::no_onchanges_change:
+        succeed(index, decision.comment);
+        co_return;
+      case BeforeRun::run:
+        break;
     }
     if (!slot.resource) {
       co_await resolve(index);
@@ -1082,11 +1110,61 @@ struct Engine::Impl {
     }
     try {
       co_await dispatch(index);
+      if (!decision.watched_changes.empty()) {
+        co_await restart_for_watch(index, decision.watched_changes);
+      }
     } catch (const std::exception& e) {
       fail(index, std::string("internal error: ") + e.what());
     }
     report_warnings(index);
     slot.result.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  }
+
+  // A `watch` requisite changed something: restart the workload as `kubectl rollout
+  // restart` does (its pod template gets a new restartedAt annotation, under a field
+  // manager of its own so that kstate's applies neither own nor remove it).
+  asio::awaitable<void> restart_for_watch(std::size_t index, const std::vector<std::string>& watched_changes) {
+    Slot& slot = slots[index];
+    RestartInput input;
+    input.watched_changes = watched_changes;
+    input.group = slot.ref.gvk.group;
+    input.kind = slot.ref.gvk.kind;
+    input.function = states[index].function;
+    input.state_failed = slot.failed || !slot.resource;
+    input.created = slot.created;
+    input.test_mode = options.test_mode;
+    std::string because;
+    for (const auto& id : watched_changes) {
+      because += (because.empty() ? "" : ", ") + id;
+    }
+    auto& changes = slot.result.changes;
+    const Restart restart = decide_restart(input);
+    if (restart == Restart::none || restart == Restart::not_a_workload) {
+      co_return;
+    }
+    if (restart == Restart::would_restart) {
+      json::set_string(changes, "restart", "would be restarted: " + because + " would change", changes.GetAllocator());
+      slot.changed_something = true;
+      slot.result.result = std::nullopt;
+      slot.result.comment += "; would be restarted (watch: " + because + ")";
+      co_return;
+    }
+    const std::string timestamp = format_time(options.now());
+    WriteOptions write = write_options(false);
+    write.field_manager = options.field_manager + "-rollout";
+    std::string subresource;
+    DynamicClient warned = client.collecting_warnings(slot.warnings);
+    auto patched = co_await warned.patch(*slot.resource, slot.ref.ns, slot.ref.name, PatchType::strategic,
+                                         restart_patch(timestamp), write, subresource);
+    if (!patched.ok()) {
+      fail(index, slot.result.comment + "; restart (watch: " + because + ") failed: " + patched.error().describe());
+      co_return;
+    }
+    json::set_string(changes, "restarted", std::string(restarted_at_annotation) + "=" + timestamp,
+                     changes.GetAllocator());
+    slot.changed_something = true;
+    slot.result.comment += "; restarted (watch: " + because + " changed)";
+    spdlog::info("restarted {} ({}): watch {} changed", slot.result.name, slot.result.source.to_string(), because);
   }
 
   // The server's warnings on this state's requests go into its result, each once and

@@ -100,6 +100,8 @@ struct EngineOptions {
   // whole object, is not rendered at all (a first reconcile of 10,000 objects held
   // 23 MB of them).
   bool record_diffs = true;
+  // Wall-clock time, for the restartedAt annotation of a restart a `watch` asks for.
+  std::function<std::chrono::system_clock::time_point()> now = [] { return std::chrono::system_clock::now(); };
   // Injected so tests of waits never sleep longer than needed.
   std::function<asio::awaitable<void>(std::chrono::milliseconds)> sleep;
 };

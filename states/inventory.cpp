@@ -42,7 +42,8 @@ void sort_and_deduplicate(std::vector<InventoryEntry>& entries) {
   entries = std::move(unique);
 }
 
-// RFC 3339 in UTC, whole seconds: "2026-11-21T10:00:00Z".
+}  // namespace
+
 std::string format_time(std::chrono::system_clock::time_point time) {
   const std::time_t seconds = std::chrono::system_clock::to_time_t(std::chrono::floor<std::chrono::seconds>(time));
   std::tm utc{};
@@ -51,8 +52,6 @@ std::string format_time(std::chrono::system_clock::time_point time) {
   const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return std::string(text, length);
 }
-
-}  // namespace
 
 std::string ObjectKey::to_string() const {
   std::string text = group.empty() ? kind : kind + "." + group;

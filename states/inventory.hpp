@@ -83,6 +83,8 @@ constexpr int inventory_format_version = 2;
 // Format 1: {"version":1,"entries":[{"group":..,"version":..,"kind":..,"namespace":..,
 // "name":..,"uid":..,"source":..}],"pending":[same fields, uid "", plus the times]}.
 std::string encode_inventory(const Inventory& inventory);
+// RFC 3339 in UTC, whole seconds: "2026-11-21T10:00:00Z".
+std::string format_time(std::chrono::system_clock::time_point time);
 // Strict: any malformed entry makes the whole inventory invalid (invalid_input).
 // Pending entries without "since" (written by older kstate versions) decode with no time.
 // Reads formats 1 and 2; a later format is invalid (an older kstate never guesses).

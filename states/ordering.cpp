@@ -61,6 +61,9 @@ class ReferenceIndex {
       if (!item.parent_id.empty()) {
         by_parent_[item.parent_id].push_back(i);
       }
+      if (!item.sls_file.empty()) {
+        by_parent_[std::string(manifests::sls_prefix) + item.sls_file].push_back(i);
+      }
       by_object_[object_key(item.kind, item.ns, item.name)].push_back(i);
       by_kind_name_[item.kind + "/" + item.name].push_back(i);
     }
@@ -362,23 +365,48 @@ Result<Plan> plan_order(const std::vector<PlanItem>& items) {
           plan.nodes[container].after_nodes.push_back(i);
       }
     }
-    if (!item.require.empty() && !references) {
+    const bool has_references =
+        !item.require.empty() || !item.require_in.empty() || !item.onchanges.empty() || !item.watch.empty();
+    if (has_references && !references) {
       references.emplace(items);
     }
-    for (const std::string& reference : item.require) {
-      auto targets = references->resolve(item, reference);
-      if (!targets) {
-        return std::move(targets).error();
-      }
-      // A reference by object (Kind/namespace/name) also matches the referring state
-      // when it concerns the same object (object_updated after object_present): that
-      // match is not a dependency (requiring its own ID still is a cycle).
-      for (std::size_t target : *targets) {
-        if (target != i || reference == item.id) {
-          node.requires_nodes.push_back(target);
+    // A reference by object (Kind/namespace/name) also matches the referring state
+    // when it concerns the same object (object_updated after object_present): that
+    // match is not a dependency (requiring its own ID still is a cycle).
+    auto add_targets = [&](const std::vector<std::string>& list, auto&& add) -> Status {
+      for (const std::string& reference : list) {
+        auto targets = references->resolve(item, reference);
+        if (!targets) {
+          return std::move(targets).error();
+        }
+        for (std::size_t target : *targets) {
+          if (target != i || reference == item.id) {
+            add(target);
+          }
         }
       }
+      return ok_status();
+    };
+    Status added = ok_status();
+    for (auto* list : {&item.require, &item.onchanges, &item.watch}) {
+      if (added.ok()) {
+        added = add_targets(*list, [&](std::size_t target) { node.requires_nodes.push_back(target); });
+      }
     }
+    if (added.ok()) {
+      added = add_targets(item.onchanges, [&](std::size_t target) { node.onchanges_nodes.push_back(target); });
+    }
+    if (added.ok()) {
+      added = add_targets(item.watch, [&](std::size_t target) { node.watch_nodes.push_back(target); });
+    }
+    if (added.ok()) {
+      added = add_targets(item.require_in, [&](std::size_t target) { plan.nodes[target].requires_nodes.push_back(i); });
+    }
+    if (!added.ok()) {
+      return std::move(added).error();
+    }
+    sort_unique(node.onchanges_nodes);
+    sort_unique(node.watch_nodes);
   }
 
   // Kahn's algorithm over both edge kinds.
@@ -436,6 +464,10 @@ PlanItem plan_item_from_state(const manifests::State& state) {
   item.name = std::string(json::string_or(json::find_path(object, {"metadata", "name"}), ""));
   item.require = state.require;  // the loader has merged kstate.io/depends-on into it
   item.parent_id = state.parent_id;
+  item.require_in = state.require_in;
+  item.onchanges = state.onchanges;
+  item.watch = state.watch;
+  item.sls_file = state.sls_file;
   if (tier_of(item.group, item.kind) == Tier::custom_resource_definitions) {
     item.defines_group = std::string(json::string_or(json::find_path(object, {"spec", "group"}), ""));
     item.defines_kind = std::string(json::string_or(json::find_path(object, {"spec", "names", "kind"}), ""));

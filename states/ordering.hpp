@@ -31,8 +31,16 @@ struct PlanItem {
   // parent ID (every state included by that state), "Kind/namespace/name" or
   // "Kind/name" ("Kind.group/..." is accepted too).
   std::vector<std::string> require;
+  // Salt's other requisites, references of the same forms: require_in (the states
+  // named require this one), onchanges and watch (hard dependencies too; the engine
+  // decides with them whether to run and whether to restart, states/requisites.hpp).
+  std::vector<std::string> require_in;
+  std::vector<std::string> onchanges;
+  std::vector<std::string> watch;
   // For states produced by a `source:` include: the including state's ID.
   std::string parent_id;
+  // For states of a state document: its file's real path ("sls:" + it names them all).
+  std::string sls_file;
   // For a CustomResourceDefinition: the group and kind it defines (spec.group,
   // spec.names.kind); empty otherwise.
   std::string defines_group;
@@ -62,6 +70,9 @@ struct PlanNode {
   // a delete of a Namespace after the deletes of what is inside it). Never repeats a
   // node of requires_nodes: the node waits for size() of both lists, together.
   std::vector<std::size_t> after_nodes;
+  // The items of requires_nodes named by onchanges and by watch, sorted.
+  std::vector<std::size_t> onchanges_nodes;
+  std::vector<std::size_t> watch_nodes;
   // A tier barrier: no state, done as soon as everything it waits for is done.
   bool barrier = false;
   // For a CRD state some later state needs: the engine waits for Established (and

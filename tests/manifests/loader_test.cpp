@@ -344,7 +344,7 @@ e:
             "s.yaml:2:3: a: unknown function \"object_presnt\", expected object_present, object_updated or "
             "object_absent (did you mean \"object_present\"?)",
             "s.yaml:7:5: b: unknown argument \"requires\" for object_present (did you mean \"require\"?); accepted: "
-            "manifest, source, require, wait, strategy, recreate, propagation",
+            "manifest, source, name, require, require_in, onchanges, watch, wait, strategy, recreate, propagation",
             "s.yaml:9:3: c: object_absent needs manifest, source, or apiVersion/kind/name",
             "s.yaml:11:1: d: a state must map one function (object_present, object_updated or object_absent) to its "
             "arguments, not a string",
@@ -1049,6 +1049,210 @@ TEST_CASE("Variables: braces in a flow collection get a hint with the YAML synta
              Catch::StartsWith("/m/flow.yaml:3:") &&
                  Catch::EndsWith("(a ${...} reference inside a flow collection, {...} or [...], must be quoted or "
                                  "written in block style)"));
+}
+
+}  // namespace loader_test
+
+namespace loader_test {
+
+namespace {
+
+// A MetalK8s-style state tree (no Jinja): an init.sls including its siblings by
+// relative and absolute SLS names, manifests named by `name:`, and every requisite.
+struct SaltTree {
+  TempDir dir;
+  std::string init;
+  std::string namespace_sls;
+  std::string config_sls;
+  SaltTree() {
+    const std::string base = "metalk8s/addons/web/deployed/";
+    init = dir.write(base + "init.sls", R"(include:
+  - .namespace
+  - metalk8s.addons.web.deployed.config
+
+Create web deployment:
+  metalk8s_kubernetes.object_present:
+    - name: files/web-deployment.yaml
+    - watch:
+      - metalk8s_kubernetes: Create web config
+    - require:
+      - sls: metalk8s.addons.web.deployed.namespace
+
+Run migration:
+  metalk8s_kubernetes.object_present:
+    - name: Run the migration job
+    - manifest:
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: migrate, namespace: web}
+        spec:
+          template:
+            spec:
+              restartPolicy: Never
+              containers: [{name: migrate, image: "registry.k8s.io/pause:3.9"}]
+    - onchanges:
+      - Create web config
+
+Delete old service:
+  metalk8s_kubernetes.object_absent:
+    - apiVersion: v1
+    - kind: Service
+    - name: web-old
+    - namespace: web
+    - require_in:
+      - Create web deployment
+)");
+    namespace_sls = dir.write(base + "namespace.sls", R"(Create web namespace:
+  metalk8s_kubernetes.object_present:
+    - name: files/namespace.yaml
+    - require_in:
+      - Create web config
+)");
+    config_sls = dir.write(base + "config.sls", R"(include:
+  - .namespace
+
+Create web config:
+  metalk8s_kubernetes.object_present:
+    - manifest:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: web, namespace: web}
+        data: {level: info}
+)");
+    dir.write(base + "files/namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web\n");
+    dir.write(base + "files/web-deployment.yaml", R"(apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "registry.k8s.io/pause:3.9"}]
+)");
+  }
+  std::string real(const std::string& path) const { return fs::weakly_canonical(path).string(); }
+};
+
+}  // namespace
+
+TEST_CASE("Salt: include, name:, require_in, onchanges, watch and - sls: load from MetalK8s-style state files",
+          "[loader][salt]") {
+  SaltTree tree;
+  LoadResult result = load_paths({tree.init});
+  INFO(result.error_text());
+  REQUIRE(result.ok());
+  // Included files come first, each once though two files include namespace.sls.
+  CHECK(ids(result) == std::vector<std::string>{"Create web namespace", "Create web config", "Create web deployment",
+                                                "Run migration", "Delete old service"});
+  const State& deployment = find_state(result, "Create web deployment");
+  CHECK(json::get_string(deployment.object, "kind").value_or("") == "Deployment");  // name: is the manifest's path
+  CHECK(deployment.watch == std::vector<std::string>{"Create web config"});
+  CHECK(deployment.require == std::vector<std::string>{"sls:" + tree.real(tree.namespace_sls)});
+  const State& migration = find_state(result, "Run migration");
+  CHECK(json::get_string(migration.object, "kind").value_or("") == "Job");  // with a manifest, name: is a label
+  CHECK(migration.onchanges == std::vector<std::string>{"Create web config"});
+  const State& old_service = find_state(result, "Delete old service");
+  CHECK(old_service.function == Function::object_absent);
+  CHECK(old_service.require_in == std::vector<std::string>{"Create web deployment"});
+  CHECK(find_state(result, "Create web namespace").require_in == std::vector<std::string>{"Create web config"});
+  CHECK(find_state(result, "Create web namespace").sls_file == tree.real(tree.namespace_sls));
+  CHECK(find_state(result, "Create web config").source.file ==
+        tree.dir.path().string() + "/metalk8s/addons/web/deployed/config.sls");
+  // A change to an included file is traced to the files that include it.
+  CHECK(result.included_by.at(tree.namespace_sls) == std::set<std::string>{tree.init, tree.config_sls});
+}
+
+TEST_CASE("Salt: a state file included by two files loaded separately is one state set", "[loader][salt]") {
+  SaltTree tree;
+  LoadResult result = load_paths({tree.init, tree.config_sls});
+  INFO(result.error_text());
+  CHECK(result.ok());
+  CHECK(std::count_if(result.states.begin(), result.states.end(),
+                      [](const State& state) { return state.id == "Create web namespace"; }) == 1);
+}
+
+TEST_CASE("Salt: include and requisite mistakes name the file, line and state", "[loader][salt]") {
+  TempDir dir;
+  const std::string path = dir.write("top.sls", R"(include:
+  - .missing
+  - 42
+
+A:
+  object_present:
+    - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: default}}
+    - onchanges:
+      - sls: .other
+B:
+  object_present:
+    - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: b, namespace: default}}
+    - watch: Create confg
+    - require_in: [{sls: ".."}]
+C:
+  object_present:
+    - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: default}}
+    - require_in: [Nothing]
+)");
+  dir.write("other.sls",
+            "X:\n  object_present:\n    - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: "
+            "x, namespace: default}}\n");
+  dir.write("loop.sls", "include:\n  - loop\n");
+  LoadResult result = load_paths({path, (dir.path() / "loop.sls").string()});
+  const std::string real_dir = fs::weakly_canonical(dir.path()).string();
+  CHECK(messages(result) ==
+        std::vector<std::string>{
+            path +
+                ":2:5: include: cannot find \".missing\": no missing.sls, missing/init.sls, missing.yaml, "
+                "missing.yml under " +
+                dir.path().string(),
+            path + ":3:5: include: expected an SLS name or a file path, not a number",
+            path + ":14:19: B: require_in: sls: \"..\" is not an SLS name (a.b.c or .c)",
+            dir.path().string() + "/loop.sls:2:5: include: include cycle: " + real_dir + "/loop.sls -> " + real_dir +
+                "/loop.sls",
+            path + ":5:1: A: onchanges names every state of " + real_dir +
+                "/other.sls, which declares none that loaded (is it included?)",
+            path + ":15:1: C: require_in names \"Nothing\", which is not a state ID or an object in the manifests",
+        });
+  CHECK(ids(result) == std::vector<std::string>{});
+}
+
+TEST_CASE("resolve_state_file: SLS names, relative names, salt:// URLs and paths", "[loader][salt]") {
+  TempDir dir;
+  const std::string from = dir.write("salt/metalk8s/addons/web/init.sls", "");
+  const std::string root = dir.path().string() + "/salt";
+  dir.write("salt/metalk8s/addons/web/config.sls", "");
+  dir.write("salt/metalk8s/addons/web/files/deploy.yaml", "");
+  dir.write("salt/metalk8s/addons/common.sls", "");
+  dir.write("salt/metalk8s/addons/db/init.sls", "");
+  dir.write("salt/metalk8s/addons/web/settings.yaml", "");
+  struct Case {
+    std::string name;
+    std::string expected;  // "" for an error
+  };
+  const std::vector<Case> cases = {
+      {".config", root + "/metalk8s/addons/web/config.sls"},
+      {"..common", root + "/metalk8s/addons/common.sls"},
+      {"..db", root + "/metalk8s/addons/db/init.sls"},
+      {"metalk8s.addons.db", root + "/metalk8s/addons/db/init.sls"},
+      {"metalk8s.addons.web.config", root + "/metalk8s/addons/web/config.sls"},
+      {".settings", root + "/metalk8s/addons/web/settings.yaml"},
+      {"salt://metalk8s/addons/web/files/deploy.yaml", root + "/metalk8s/addons/web/files/deploy.yaml"},
+      {"files/deploy.yaml", root + "/metalk8s/addons/web/files/deploy.yaml"},
+      {"../common.sls", root + "/metalk8s/addons/common.sls"},
+      {"metalk8s.addons.nothing", ""},
+      {".", ""},
+      {"a..b", ""},
+  };
+  for (const auto& test : cases) {
+    INFO(test.name);
+    kstate::Result<std::string> found = resolve_state_file(test.name, from);
+    if (test.expected.empty()) {
+      CHECK_FALSE(found.ok());
+    } else {
+      REQUIRE(found.ok());
+      CHECK(*found == test.expected);
+    }
+  }
 }
 
 }  // namespace loader_test

@@ -277,6 +277,55 @@ TEST_CASE("unknown, ambiguous and circular references fail with the states named
   }
 }
 
+TEST_CASE("Salt requisites: require_in, onchanges, watch and sls references become edges", "[ordering]") {
+  std::vector<PlanItem> items = {
+      item("config", "", "ConfigMap", "apps", "settings"), item("secret", "", "Secret", "apps", "token"),
+      item("web", "apps", "Deployment", "apps", "web"),    item("migrate", "batch", "Job", "apps", "migrate"),
+      item("quota", "", "ResourceQuota", "apps", "quota"), item("addon-a", "", "ConfigMap", "apps", "a"),
+      item("addon-b", "", "ConfigMap", "apps", "b"),       item("dashboard", "", "ConfigMap", "apps", "dashboard"),
+  };
+  items[2].watch = {"config", "Secret/apps/token"};
+  items[3].onchanges = {"config"};
+  items[4].require_in = {"web", "migrate"};  // quota before both
+  items[5].sls_file = items[6].sls_file = "/srv/salt/addons.sls";
+  items[7].require = {"sls:/srv/salt/addons.sls"};
+  auto plan = states::plan_order(items);
+  REQUIRE(plan.ok());
+  check_topological_order(*plan);
+  CHECK(waits_for(*plan, items, "web", "config"));
+  CHECK(waits_for(*plan, items, "web", "secret"));
+  CHECK(waits_for(*plan, items, "migrate", "config"));
+  CHECK(waits_for(*plan, items, "web", "quota"));
+  CHECK(waits_for(*plan, items, "migrate", "quota"));
+  CHECK_FALSE(waits_for(*plan, items, "quota", "web"));
+  CHECK(waits_for(*plan, items, "dashboard", "addon-a"));
+  CHECK(waits_for(*plan, items, "dashboard", "addon-b"));
+  // The engine tells onchanges and watch requisites apart from plain ones.
+  const auto& web = plan->nodes[index_of(items, "web")];
+  CHECK(web.watch_nodes == std::vector<std::size_t>{index_of(items, "config"), index_of(items, "secret")});
+  CHECK(web.onchanges_nodes.empty());
+  const auto& migrate = plan->nodes[index_of(items, "migrate")];
+  CHECK(migrate.onchanges_nodes == std::vector<std::size_t>{index_of(items, "config")});
+  CHECK(migrate.watch_nodes.empty());
+  // Hard dependencies: a failure of any of them stops the dependent.
+  for (const char* required : {"config", "secret", "quota"}) {
+    CHECK(std::count(web.requires_nodes.begin(), web.requires_nodes.end(), index_of(items, required)) == 1);
+  }
+
+  // A require_in cycle is a cycle like any other; a require_in naming nothing is an error.
+  std::vector<PlanItem> cycle = {item("a", "", "ConfigMap", "default", "a", {"b"}),
+                                 item("b", "", "ConfigMap", "default", "b")};
+  cycle[0].require_in = {"b"};
+  auto failed = states::plan_order(cycle);
+  REQUIRE_FALSE(failed.ok());
+  CHECK_THAT(failed.error().message, Catch::Contains("dependency cycle"));
+  std::vector<PlanItem> unknown = {item("a", "", "ConfigMap", "default", "a")};
+  unknown[0].onchanges = {"confg"};
+  auto unknown_plan = states::plan_order(unknown);
+  REQUIRE_FALSE(unknown_plan.ok());
+  CHECK_THAT(unknown_plan.error().message, Catch::Contains("state 'a' requires 'confg'"));
+}
+
 TEST_CASE("ten thousand states plan in well under 100 ms with a linear number of edges", "[ordering][performance]") {
   std::vector<PlanItem> items;
   items.reserve(10'000);
