@@ -60,6 +60,13 @@ struct Error {
   std::string describe() const;
 };
 
+// A 404 that is not a Kubernetes Status ("404 page not found", text/plain): the server
+// does not serve that path at all (an unknown group, a CRD's old plural or scope), as
+// opposed to a Status NotFound for an object that does not exist.
+inline bool path_not_served(const Error& error) {
+  return error.kind == ErrorKind::not_found && error.http_status == 404 && error.reason.empty();
+}
+
 template <class T>
 class [[nodiscard]] Result {
  public:

@@ -49,8 +49,9 @@ void add_applyset_flags(CLI::App& app, CommonOptions& common) {
     return CLI::Validator([check](std::string& value) { return check(value); }, "NAME");
   };
   app.add_option("--applyset-name", common.applyset_name,
-                 "Name of the ApplySet parent Secret (default kstate, as the daemon's); each set prunes only "
-                 "what it recorded")
+                 "Name of the ApplySet parent Secret that records what this run applies (needed by --prune); "
+                 "without it nothing is recorded and nothing pruned. Each set prunes only what it recorded, and a "
+                 "set a kstate daemon reconciles is refused")
       ->check(check_with(&manifests::check_dns1123_subdomain));
   app.add_option("--applyset-namespace", common.applyset_namespace,
                  "Namespace of the ApplySet parent Secret (default kube-system; it must exist)")
@@ -124,6 +125,14 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
 
   for (auto* sub : app.get_subcommands()) {
     invocation.subcommand = sub->get_name();
+  }
+  if ((invocation.subcommand == "apply" || invocation.subcommand == "test") &&
+      invocation.common.prune.value_or(false) && invocation.common.applyset_name.empty()) {
+    // As kubectl's --prune needs --applyset: prune deletes what one named set recorded.
+    err << "kstate " << invocation.subcommand
+        << ": --prune requires --applyset-name (the ApplySet whose recorded objects may be pruned; see "
+           "docs/ownership.md)\n";
+    return exit_failed;
   }
   auto it = handlers.find(invocation.subcommand);
   if (it == handlers.end() || !it->second) {

@@ -198,6 +198,7 @@ struct Engine::Impl {
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
   bool crd_established_since_refresh = false;
+  bool discovery_stale = false;  // a request found a path discovery listed not served (served())
   // until_discovery_lists_version: the last read of discovery, whether one is under
   // way, and when each version's wait ends ("group/version/Kind").
   Clock::time_point discovery_read_at;
@@ -239,32 +240,50 @@ struct Engine::Impl {
   // Every DynamicClient call passes named lvalues: GCC 12 mis-destroys temporaries and
   // default arguments bound to coroutine parameters (a double free seen in practice).
 
+  // A 404 that is not a Status ("404 page not found") means the server does not serve
+  // this resource's path: discovery is out of date (a CRD's plural, scope or versions
+  // changed). Never "the object is absent": an error, and discovery is read again at
+  // the end of the cycle (RunReport::discovery_stale).
+  Result<json::Document> served(const Slot& slot, Result<json::Document> answer) {
+    if (answer.ok() || !path_not_served(answer.error())) {
+      return answer;
+    }
+    discovery_stale = true;
+    const ApiResource& resource = *slot.resource;
+    return Error(ErrorKind::unsupported,
+                 "the API server does not serve " + resource.plural + " in " + resource.api_version() +
+                     (resource.namespaced ? " (namespaced)" : " (cluster-scoped)") +
+                     " as discovery said (404 page not found): discovery is read again for the next cycle");
+  }
+
   asio::awaitable<Result<json::Document>> read(const Slot& slot) {
     std::string subresource;
-    co_return co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name, subresource);
+    co_return served(slot, co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name, subresource));
   }
 
   asio::awaitable<Result<json::Document>> read_all(const Slot& slot, const ListOptions& list_options) {
     ListOptions list = list_options;
-    co_return co_await client.list(*slot.resource, slot.ref.ns, list);
+    co_return served(slot, co_await client.list(*slot.resource, slot.ref.ns, list));
   }
 
   asio::awaitable<Result<json::Document>> create(const Slot& slot, const json::Value& object) {
     WriteOptions write = write_options(false);
-    co_return co_await client.create(*slot.resource, slot.ref.ns, object, write);
+    co_return served(slot, co_await client.create(*slot.resource, slot.ref.ns, object, write));
   }
 
   asio::awaitable<Result<json::Document>> put(const Slot& slot, const json::Value& object) {
     WriteOptions write = write_options(false);
     std::string subresource;
-    co_return co_await client.replace(*slot.resource, slot.ref.ns, slot.ref.name, object, write, subresource);
+    co_return served(slot,
+                     co_await client.replace(*slot.resource, slot.ref.ns, slot.ref.name, object, write, subresource));
   }
 
   asio::awaitable<Result<json::Document>> patch(const Slot& slot, PatchType type, const json::Value& body) {
     WriteOptions write = write_options(type == PatchType::apply);
     std::string text = json::dump(body);
     std::string subresource;
-    co_return co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, type, text, write, subresource);
+    co_return served(slot,
+                     co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, type, text, write, subresource));
   }
 
   asio::awaitable<Result<json::Document>> delete_object(const Slot& slot, const DeleteOptions& delete_options) {
@@ -2160,6 +2179,7 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
       report.results.push_back(std::move(slot.result));
     }
   }
+  report.discovery_stale = impl.discovery_stale;
   report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - impl.run_started).count();
   impl_.reset();
   co_return report;

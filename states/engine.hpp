@@ -45,6 +45,15 @@ class KindResolver {
   virtual asio::awaitable<Result<std::vector<ApiResource>>> resources() {
     co_return Error(ErrorKind::internal, "this resolver cannot list the server's resources");
   }
+  // Asks the server whether what resolve() and resources() answer is still what it
+  // offers (discovery revalidated: a 304 when nothing changed), and takes its answer.
+  // Prune calls it before it lists what a Namespace holds: a kind unknown to cached
+  // discovery must not count as empty.
+  virtual asio::awaitable<Status> revalidate() { co_return co_await refresh(); }
+  // Group-versions the last discovery answer lacks (an aggregated API server that
+  // answered 503, or is listed as Stale), as "group/version: why": the kinds they
+  // serve could not be enumerated, so prune keeps every Namespace.
+  virtual std::vector<std::string> unavailable_group_versions() const { return {}; }
 };
 
 struct ObjectRef;

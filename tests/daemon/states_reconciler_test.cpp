@@ -68,7 +68,9 @@ struct Fixture {
     reconciler->set_memory_release(nullptr, 0ms);
     return reconciler;
   }
-  ReconcileSummary resync(StatesReconciler& reconciler) { return kstate::run_sync(io, reconciler.full_reconcile()); }
+  ReconcileSummary resync(StatesReconciler& reconciler) {
+    return kstate::run_sync(io, reconciler.full_reconcile(kstate::daemon::FullPrune::when_quiet));
+  }
 };
 
 }  // namespace
@@ -342,7 +344,8 @@ TEST_CASE("free memory goes back to the system once no cycle has run for a while
         fixture.io, reconciler->reconcile_files({(manifests / "one.yaml").string()}, std::vector<std::string>{}));
   };
 
-  REQUIRE(kstate::run_until_complete(fixture.io, reconciler->full_reconcile()).created == 1);
+  REQUIRE(kstate::run_until_complete(fixture.io, reconciler->full_reconcile(kstate::daemon::FullPrune::when_quiet))
+              .created == 1);
   CHECK(releases == 0);
   run_for(100ms);
   REQUIRE(cycle("v2").updated == 1);  // within the wait: it starts again
@@ -367,7 +370,8 @@ TEST_CASE("a file event faults the heap in ahead of its cycle; a batch that runs
     fixture.io.restart();
     fixture.io.run_for(time);
   };
-  REQUIRE(kstate::run_until_complete(fixture.io, reconciler->full_reconcile()).created == 1);
+  REQUIRE(kstate::run_until_complete(fixture.io, reconciler->full_reconcile(kstate::daemon::FullPrune::when_quiet))
+              .created == 1);
   run_for(400ms);
   REQUIRE(releases == 1);
   CHECK(warmups == 0);

@@ -52,6 +52,8 @@ struct Cluster {
     std::vector<std::string> argv{KSTATE_BINARY,
                                   "apply",
                                   (work.path() / "manifests").string(),
+                                  "--applyset-name",
+                                  "kstate",
                                   "--kubeconfig",
                                   emulator.kubeconfig_path().string(),
                                   "--cache-dir",
@@ -251,7 +253,8 @@ const char* const team_d_config_map =
 const std::string default_account_path = "/api/v1/namespaces/team-d/serviceaccounts/default";
 
 ProcessResult run_kstate(Cluster& cluster, const std::string& command, std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{KSTATE_BINARY, command, (cluster.work.path() / "manifests").string()};
+  std::vector<std::string> argv{KSTATE_BINARY, command, (cluster.work.path() / "manifests").string(), "--applyset-name",
+                                "kstate"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.insert(argv.end(), {"--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
                            (cluster.work.path() / "cache").string()});
@@ -405,7 +408,8 @@ TEST_CASE("a first apply asks for each new Namespace by name without waiting for
   // out meanwhile: one round trip before the first write instead of two.
   cluster.emulator.set_faults(R"({"latencyMs":600000,"method":"GET","path":"/api/v1/namespaces"})");
   kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", (cluster.work.path() / "manifests").string(),
-                                          "--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                          "--applyset-name", "kstate", "--kubeconfig",
+                                          cluster.emulator.kubeconfig_path().string(), "--cache-dir",
                                           (cluster.work.path() / "cache").string()});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   const auto asked_for_each = [&cluster] {
@@ -461,7 +465,8 @@ TEST_CASE("a new Namespace is not created while kstate asks whether it exists") 
   // (empty) pairs would be read for nothing.
   cluster.emulator.set_faults(R"({"latencyMs":600000,"method":"GET","path":"/api/v1/namespaces/team-c"})");
   kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", (cluster.work.path() / "manifests").string(),
-                                          "--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                          "--applyset-name", "kstate", "--kubeconfig",
+                                          cluster.emulator.kubeconfig_path().string(), "--cache-dir",
                                           (cluster.work.path() / "cache").string()});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (cluster.emulator.count_delayed("GET", "/api/v1/namespaces/team-c") == 0 &&

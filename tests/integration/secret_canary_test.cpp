@@ -138,6 +138,9 @@ TEST_CASE("secret canaries never appear in logs, reports, diffs, discover output
   auto run_kstate = [&](std::vector<std::string> args, const fs::path& kubeconfig) {
     std::vector<std::string> argv{KSTATE_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
+    if (args.front() == "apply" || args.front() == "test") {
+      argv.insert(argv.end(), {"--applyset-name", "kstate"});  // (a one-shot run records into a named set only)
+    }
     argv.insert(argv.end(), {"--kubeconfig", kubeconfig.string(), "--cache-dir", cache.string(), "-v", "trace"});
     ProcessResult result = kstate::testing::run_process(argv);
     INFO("kstate " << args.front() << " " << (args.size() > 3 ? args[3] : "") << " exit " << result.exit_code);
