@@ -152,8 +152,9 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   options.read_ahead = true;
   // A 0-byte file, a FIFO or a file open for writing where a manifest was keeps its
   // objects (no changed-recently window: a CI job has just checked its files out).
-  options.check_sources = [](const std::set<std::string>& sources) {
-    auto held = held_manifests(sources, std::chrono::system_clock::now(), std::chrono::system_clock::duration::zero());
+  options.check_sources = [](const std::set<std::string>& manifest_files) {
+    auto held =
+        held_manifests(manifest_files, std::chrono::system_clock::now(), std::chrono::system_clock::duration::zero());
     for (const auto& [source, settle] : held) {
       spdlog::warn("{}: {}", source, to_string(settle));
     }

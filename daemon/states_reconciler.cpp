@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -451,7 +454,7 @@ bool StatesReconciler::content_unchanged(LoadedFile& entry, Listed listed) {
 }
 
 std::chrono::system_clock::time_point StatesReconciler::last_folder_change(
-    const std::vector<manifests::ListedFile>& listed, const std::string& dir) const {
+    const std::vector<manifests::ListedFile>& listed, const std::string& dir, bool with_events) const {
   const auto time_of = [](const struct stat& info) {
     const auto at = [](const struct timespec& spec) {
       return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -459,7 +462,7 @@ std::chrono::system_clock::time_point StatesReconciler::last_folder_change(
     };
     return std::max(at(info.st_mtim), at(info.st_ctim));
   };
-  auto newest = last_file_event_;
+  auto newest = with_events ? last_file_event_ : std::chrono::system_clock::time_point{};
   std::set<std::string> folders{dir};
   for (const auto& file : listed) {
     if (file.stated) {
@@ -484,7 +487,7 @@ std::map<std::string, std::string> StatesReconciler::sources_held(const std::set
     auto found = unsettled_.find(source);
     return found != unsettled_.end() ? std::optional<ManifestSettle>(found->second) : std::nullopt;
   };
-  const std::map<std::string, ManifestSettle> held = held_manifests(sources, now_(), settle_window, known);
+  const std::map<std::string, ManifestSettle> held = held_manifests(sources, now_(), settle_window_, known);
   for (const auto& [source, settle] : held) {
     if (settle == ManifestSettle::empty || settle == ManifestSettle::not_a_file) {
       spdlog::warn("{}: {}", source, to_string(settle));
@@ -500,17 +503,36 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile(FullPr
   files_read_.clear();
   unsettled_.clear();
   sources_settling_ = 0;
-  read_window_ = settle_window;
+  read_window_ = settle_window_;
   std::vector<manifests::LoadError> list_errors;
   const std::string dir = normalized(config_.manifests_dir);
   bool quiet = true;
   {
     // (A block: the listing, ~300 bytes a file, is freed before the cycle runs and the
     // heap is trimmed.)
-    const auto listed_at = now_();
-    // One lstat per file (and a stat per symbolic link), which the permission check and
-    // the fingerprint use too: a resync of 1,000 files made 3,000 stat calls before.
-    std::vector<manifests::ListedFile> listed = manifests::list_manifest_files_with_stat({dir}, list_errors);
+    std::chrono::system_clock::time_point listed_at;
+    std::vector<manifests::ListedFile> listed;
+    // A folder changed a moment ago (a start-up during a `git pull`, a resync right
+    // after an edit) is given the settle window before it is read, twice at most: half
+    // a write read now would be applied, and would hide objects from prune.
+    for (int waited = 0;; ++waited) {
+      list_errors.clear();
+      listed_at = now_();
+      // One lstat per file (and a stat per symbolic link), which the permission check
+      // and the fingerprint use too: a resync of 1,000 files made 3,000 stat calls before.
+      listed = manifests::list_manifest_files_with_stat({dir}, list_errors);
+      const auto age = listed_at - last_folder_change(listed, dir, false);
+      if (age >= settle_window_ || waited == 2 || stopping_) {
+        break;
+      }
+      const auto wait = std::min(settle_window_ - age, settle_window_);  // (a change "in the future" too)
+      spdlog::debug("the manifests changed {:.0f} ms ago: reading them {:.0f} ms later",
+                    std::chrono::duration<double, std::milli>(age).count(),
+                    std::chrono::duration<double, std::milli>(wait).count());
+      boost::asio::steady_timer timer(io_, std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait));
+      boost::system::error_code ignored;
+      co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ignored));
+    }
     // The walk joins plain names to the normalized folder: its paths are normalized.
     std::map<std::string, const manifests::ListedFile*> present;
     for (const auto& file : listed) {
@@ -525,7 +547,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile(FullPr
     // prune-delay counts from the last change in the folder, for a resync or a start-up
     // as for a file event: an object cut from one file is not deleted before the
     // write that pastes it into another has had its time.
-    quiet = prune == FullPrune::now || listed_at - last_folder_change(listed, dir) >= config_.prune_delay;
+    quiet = prune == FullPrune::now || listed_at - last_folder_change(listed, dir, true) >= config_.prune_delay;
     spdlog::debug("{} manifest files, {} read (the others' stat proved them unchanged)", present.size(),
                   files_read_.size());
   }

@@ -65,6 +65,10 @@ class StatesReconciler : public Reconciler {
   void set_memory_release(std::function<void()> release, std::chrono::milliseconds delay);
   // What prepare_for_cycle runs instead of warm_heap (tests).
   void set_memory_warmup(std::function<void()> warm) { warm_memory_ = std::move(warm); }
+  // How long a file must have been unchanged to be read by a full cycle or trusted by
+  // prune (manifest_settle.hpp's settle_window; tests that write and resync at once
+  // set zero).
+  void set_settle_window(std::chrono::system_clock::duration window) { settle_window_ = window; }
 
  private:
   struct ReadContent {
@@ -103,10 +107,10 @@ class StatesReconciler : public Reconciler {
   // The sources prune must not use, and why (ReconcileOptions::check_sources).
   std::map<std::string, std::string> sources_held(const std::set<std::string>& sources);
   // When the manifests folder last changed, as far as a full scan can tell: the newest
-  // mtime or ctime of the listed files and of the folders they are in, and the last
-  // file event this reconciler was given.
+  // mtime or ctime of the listed files and of the folders they are in, and (with
+  // `with_events`) the last file event this reconciler was given.
   std::chrono::system_clock::time_point last_folder_change(const std::vector<manifests::ListedFile>& listed,
-                                                           const std::string& dir) const;
+                                                           const std::string& dir, bool with_events) const;
   void count_requests();
   // GET /version: whether the API server answers at all.
   // `retry` false: one attempt (after a failed cycle, whose requests were retried).
@@ -134,6 +138,7 @@ class StatesReconciler : public Reconciler {
   // How long a file read by this cycle must have been unchanged (manifest_settle.hpp):
   // settle_window in full cycles; none in a file event's (the watcher waited already).
   std::chrono::system_clock::duration read_window_{};
+  std::chrono::system_clock::duration settle_window_ = settle_window;
   std::size_t sources_settling_ = 0;  // sources prune found changed moments ago, this cycle
   // When reconcile_files was last called: a file event (the folder changed then).
   std::chrono::system_clock::time_point last_file_event_{};
