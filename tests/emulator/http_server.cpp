@@ -401,7 +401,7 @@ class Emulator {
           if (extra->second.admin) {
             groups.insert(groups.begin(), "system:masters");
           }
-          identity = {true, extra->second.user, std::move(groups), extra->second.admin};
+          identity = {true, extra->second.user, std::move(groups), extra->second.admin, extra->second.may_read};
         }
       }
       return identity;  // a bad token is 401 even with a certificate, as in kube-apiserver
@@ -470,6 +470,7 @@ class Emulator {
     }
     if (request.path == "/emulator/tokens" && request.method == "POST") {
       // {"token": T, "user": U, "admin": bool} accepts T from now on; {"token": T, "revoke": true} stops.
+      // "access": "none" makes U a user without any RBAC grant (403 on every resource request).
       auto body = json::parse(request.body);
       std::string token = body ? std::string(json::string_or(json::find(*body, "token"), "")) : "";
       if (token.empty()) {
@@ -483,7 +484,8 @@ class Emulator {
       } else {
         const auto* admin = json::find(*body, "admin");
         extra_tokens_[token] = {std::string(json::string_or(json::find(*body, "user"), "rotated")),
-                                admin != nullptr && admin->IsBool() && admin->GetBool()};
+                                admin != nullptr && admin->IsBool() && admin->GetBool(),
+                                json::string_or(json::find(*body, "access"), "") != "none"};
       }
       response.body = "{\"tokens\":" + std::to_string(extra_tokens_.size()) + "}";
       return response;
@@ -780,6 +782,7 @@ class Emulator {
   struct ExtraToken {
     std::string user;
     bool admin = false;
+    bool may_read = true;
   };
   std::map<std::string, ExtraToken> extra_tokens_;  // added by /emulator/tokens
   std::uint64_t watch_drop_generation_ = 0;         // bumped by /emulator/drop-watches

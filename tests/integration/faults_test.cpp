@@ -734,6 +734,7 @@ TEST_CASE("randomized: edits and server faults for hundreds of steps end with th
     collections.emplace_back("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "CustomResourceDefinition");
   }
   for (const auto& [collection, kind] : collections) {
+    // (a list's items carry no kind of their own, as from kube-apiserver: the collection says it)
     json::Document items = list(emulator, collection + "?labelSelector=" + applyset_selector());
     for (const auto& item : json::find(items, "items")->GetArray()) {
       if (json::find_path(item, {"metadata", "deletionTimestamp"}) != nullptr) {

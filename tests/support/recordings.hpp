@@ -1,0 +1,26 @@
+// The real kube-apiserver 1.32 exchanges in ../shared/testdata/kube-apiserver-1.32/
+// (the ground truth the emulator follows), for unit tests built on what a real server
+// sent: a recording's request or response body, parsed, by its file name.
+//
+//   json::Document list = recorded_response_body("16-list-configmaps.json");
+#pragma once
+
+#include <string>
+
+#include "core/json.hpp"
+
+namespace kstate::testing {
+
+// ../shared/testdata beside the source tree, or $KSTATE_SHARED_TESTDATA when set (a
+// worktree elsewhere than beside shared/).
+std::string shared_testdata();
+
+// The whole recording (title, request, response, notes). Throws when it is missing.
+json::Document recording(const std::string& file);
+// response.body as the server sent it (serialised back to JSON text), and parsed.
+std::string recorded_response_text(const std::string& file);
+json::Document recorded_response_body(const std::string& file);
+// request.body as the client sent it (YAML or JSON text).
+std::string recorded_request_text(const std::string& file);
+
+}  // namespace kstate::testing
