@@ -146,6 +146,7 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   // recognise it.
   options.engine.ownership_labels = states::ownership_labels(options.parent);
   options.engine.adopt = common.adopt;
+  options.engine.adopt_objects = common.adopt_objects;
   options.prune = common.prune.value_or(false);  // `kstate apply` prunes only when asked
   options.allow_empty_prune = common.allow_empty_prune;
   options.kstate_version = build_info::version;

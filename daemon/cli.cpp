@@ -18,6 +18,7 @@
 #include "daemon/states_reconciler.hpp"
 #include "kstate/build_info.hpp"
 #include "manifests/object_validation.hpp"
+#include "states/adoption.hpp"
 
 namespace kstate::cli {
 namespace {
@@ -36,6 +37,20 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
                "Allow prune when the manifest directory is empty or missing");
   app.add_flag("--adopt,!--no-adopt", common.adopt,
                "Take over (label, and later prune) existing objects the manifests declare (default on)");
+  app.add_option_function<std::vector<std::string>>(
+         "--adopt-objects",
+         [&common](const std::vector<std::string>& values) {
+           for (const std::string& value : values) {  // (the flag may be repeated)
+             auto parsed = states::parse_adopt_objects(value);
+             if (!parsed) {
+               throw CLI::ValidationError("--adopt-objects", parsed.error().message);
+             }
+             common.adopt_objects.insert(parsed->begin(), parsed->end());
+           }
+         },
+         "Objects taken over even when another tool (Helm, Flux, Argo CD, another ApplySet) manages them: "
+         "Kind/namespace/name, comma-separated")
+      ->allow_extra_args(false);  // one value per flag: a path after it stays a path
   app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder");
   app.add_option("-v,--log-level", common.log_level, "Log level: trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct CommonOptions {
   std::optional<bool> prune;  // --prune / --no-prune
   bool allow_empty_prune = false;
   bool adopt = true;  // --adopt / --no-adopt: take over existing objects the manifests declare
+  // --adopt-objects: taken over even when another tool manages them (states/adoption.hpp)
+  std::set<std::string> adopt_objects;
   // apply / test: the ApplySet parent Secret. Empty: none, so the run records no
   // membership and cannot prune (--prune requires it, as kubectl's --applyset): a
   // one-shot run never writes into a set, the daemon's above all, unless named.

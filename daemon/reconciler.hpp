@@ -26,6 +26,7 @@ struct ReconcileSummary {
   std::size_t unchanged = 0;
   std::size_t created = 0;
   std::size_t updated = 0;
+  std::size_t adopted = 0;  // existing objects kstate did not create, taken over (states/adoption.hpp)
   std::size_t deleted = 0;
   std::size_t failed = 0;
   std::size_t managed_objects = 0;

@@ -592,6 +592,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     metrics.state_results.add({"unchanged"}, static_cast<double>(summary.unchanged));
     metrics.state_results.add({"created"}, static_cast<double>(summary.created));
     metrics.state_results.add({"updated"}, static_cast<double>(summary.updated));
+    metrics.state_results.add({"adopted"}, static_cast<double>(summary.adopted));
     metrics.state_results.add({"deleted"}, static_cast<double>(summary.deleted));
     metrics.state_results.add({"failed"}, static_cast<double>(summary.failed));
     if (summary.api_reachable) {

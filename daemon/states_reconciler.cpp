@@ -195,10 +195,6 @@ bool unreachable(const Error& error) {
          error.kind == ErrorKind::server_error;
 }
 
-bool starts_with(const std::string& text, std::string_view prefix) {
-  return text.rfind(prefix, 0) == 0;
-}
-
 }  // namespace
 
 ReconcileSummary summarize(const states::RunReport& report) {
@@ -207,14 +203,26 @@ ReconcileSummary summarize(const states::RunReport& report) {
     ++summary.states;
     if (result.result.has_value() && !*result.result) {
       ++summary.failed;
-    } else if (!result.changed()) {
-      ++summary.unchanged;
-    } else if (result.changes.HasMember("deleted")) {
-      ++summary.deleted;
-    } else if (starts_with(result.comment, "created")) {
-      ++summary.created;
-    } else {
-      ++summary.updated;
+      continue;
+    }
+    switch (result.change) {
+      case states::Change::none:
+        ++summary.unchanged;
+        break;
+      case states::Change::created:
+        ++summary.created;
+        break;
+      case states::Change::adopted:
+        ++summary.adopted;
+        break;
+      case states::Change::deleted:
+        ++summary.deleted;
+        break;
+      case states::Change::updated:
+      case states::Change::recreated:
+      case states::Change::applied:
+        ++summary.updated;
+        break;
     }
   }
   // Objects that exist as declared after this run (run_cycle corrects it for cycles
@@ -759,6 +767,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   options.writer = states::Writer{states::Writer::Mode::daemon, host_name_, normalized(config_.manifests_dir)};
   options.leader_elected = config_.leader_election.enabled;
   options.engine.adopt = config_.adopt;
+  options.engine.adopt_objects = config_.adopt_objects;
   options.engine.record_diffs = false;  // summarize() counts changes; no diff is shown
   options.prune = config_.prune;
   options.allow_empty_prune = config_.allow_empty_prune;
@@ -795,7 +804,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   }
   if (only_files_ran) {
     // Only some states ran: the others' objects are still managed.
-    const std::size_t gained = summary.created;
+    const std::size_t gained = summary.created + summary.adopted;
     summary.managed_objects =
         managed_objects_ + gained >= summary.deleted ? managed_objects_ + gained - summary.deleted : 0;
   }

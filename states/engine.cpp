@@ -17,10 +17,13 @@
 #include <optional>
 #include <set>
 
+#include "states/adoption.hpp"
+#include "states/applyset.hpp"
 #include "states/compare.hpp"
 #include "states/diff.hpp"
 #include "states/normalize.hpp"
 #include "states/ordering.hpp"
+#include "states/prune.hpp"
 #include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
 #include "states/schema_validation.hpp"
@@ -125,6 +128,10 @@ struct Engine::Impl {
     // new namespace; or a create found it made meanwhile.
     bool read_when_run = false;
     bool create_raced = false;  // a create of it was answered 409 AlreadyExists
+    // An existing object kstate did not create, taken over by this write (adoption.hpp):
+    // reported "adopted"; `adopted_from` names the tool that managed it, if any.
+    bool adopting = false;
+    std::string adopted_from;
     // The managers whose fields this object_present took over (takeover.hpp), and in
     // test mode the plan, to show what the apply after it would remove.
     std::vector<std::string> taken_over_from;
@@ -895,9 +902,11 @@ struct Engine::Impl {
   }
 
   // A change made (real mode) or pending (test mode), with its diff.
-  void changed(std::size_t index, const std::string& verb, const std::string& diff) {
+  void changed(std::size_t index, Change change, const std::string& diff) {
     Slot& slot = slots[index];
     slot.done = true;
+    slot.result.change = change;
+    const std::string verb = to_string(change);
     if (!options.record_diffs) {
       set_only_change(slot.result.changes, verb, slot.result.name);
     } else if (!diff.empty()) {
@@ -911,7 +920,7 @@ struct Engine::Impl {
       slot.result.comment = verb;
       spdlog::info("{} {} ({})", verb, slot.result.name, slot.result.source.to_string());
     }
-    if (verb == "deleted") {
+    if (change == Change::deleted) {
       json::set_string(slot.result.changes, "deleted", slot.result.name, slot.result.changes.GetAllocator());
     }
   }
@@ -1131,7 +1140,7 @@ struct Engine::Impl {
     } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0 &&
                made_in_every_namespace(*slot.resource, slot.ref.name)) {
       json::Document desired = desired_object(index, false);
-      changed(index, "updated", object_diff(json::Value(), desired, diff_label(slot.ref)));
+      changed(index, Change::updated, object_diff(json::Value(), desired, diff_label(slot.ref)));
       slot.result.comment = "would be updated once kube-controller-manager makes it in the new namespace; " + why;
     } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0) {
       fail(index, slot.ref.display() + " does not exist (namespace " + slot.ref.ns + " does not exist yet)");
@@ -1139,7 +1148,7 @@ struct Engine::Impl {
       would_update_created(index);
     } else {
       json::Document desired = desired_object(index);
-      changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
+      changed(index, Change::created, object_diff(json::Value(), desired, diff_label(slot.ref)));
       slot.result.comment = "would be created; " + why;
       pending_objects.insert(slot.ref.display());
     }
@@ -1252,7 +1261,7 @@ struct Engine::Impl {
                       " (checked locally: " + not_yet + "):" + violations);
       return;
     }
-    changed(index, "applied", object_diff(json::Value(), desired, diff_label(slot.ref)));
+    changed(index, Change::applied, object_diff(json::Value(), desired, diff_label(slot.ref)));
     slot.result.comment = std::string("would be applied; ") +
                           (*schema != nullptr ? "validated locally against the schema of version " + version +
                                                     " of CustomResourceDefinition " + crd_name
@@ -1365,7 +1374,7 @@ struct Engine::Impl {
                       " (checked locally: " + not_yet + "):" + violations);
       return;
     }
-    changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
+    changed(index, Change::created, object_diff(json::Value(), desired, diff_label(slot.ref)));
     slot.result.comment =
         *schema != nullptr
             ? "would be created; validated locally against the schema of CustomResourceDefinition " + crd_name +
@@ -1378,7 +1387,7 @@ struct Engine::Impl {
   void would_update_created(std::size_t index) {
     Slot& slot = slots[index];
     json::Document desired = desired_object(index, false);
-    changed(index, "updated", object_diff(json::Value(), desired, diff_label(slot.ref)));
+    changed(index, Change::updated, object_diff(json::Value(), desired, diff_label(slot.ref)));
     slot.result.comment = "would be updated once this run creates it; server validation skipped because " +
                           slot.ref.display() + " does not exist yet";
   }
@@ -1417,6 +1426,47 @@ struct Engine::Impl {
     StoredFormOptions stored;
     stored.status_subresource = slot.resource && slot.resource->has_subresource("status");
     return stored;
+  }
+
+  // Whether this object_present may write an existing object (states/adoption.hpp): it
+  // is the set's already, or is taken over now (slot.adopting: reported "adopted"), or
+  // the state fails saying who owns it and how to opt in.
+  bool may_adopt(std::size_t index, const json::Value& live) {
+    Slot& slot = slots[index];
+    const LiveObject marks = live_object_from_json(live);
+    AdoptionInput adoption;
+    adoption.labels = marks.labels;
+    adoption.annotations = marks.annotations;
+    if (auto id = options.ownership_labels.find(std::string(applyset_part_of_label));
+        id != options.ownership_labels.end()) {
+      adoption.applyset_id = id->second;
+    }
+    adoption.adopt = options.adopt;
+    adoption.named =
+        string_at(states[index].object, {"metadata", "annotations", std::string(adopt_annotation)}) == "true" ||
+        options.adopt_objects.count(slot.ref.display()) != 0;
+    const AdoptionDecision decision = decide_adoption(adoption);
+    switch (decision.verdict) {
+      case AdoptionVerdict::ours:
+        return true;
+      case AdoptionVerdict::adopt:
+        slot.adopting = true;
+        slot.adopted_from = decision.owner ? decision.owner->description : std::string();
+        return true;
+      case AdoptionVerdict::refuse_foreign:
+        fail(index, slot.ref.display() + " is managed by " + decision.owner->description +
+                        "; kstate does not take it over, and left it unchanged. To take it over (label it, and prune "
+                        "it once no manifest declares it), annotate its manifest kstate.io/adopt: \"true\" or list " +
+                        slot.ref.display() + " in adopt-objects (kstate apply --adopt-objects)");
+        return false;
+      case AdoptionVerdict::refuse_not_ours:
+        fail(index, slot.ref.display() + " already exists and is not managed by kstate (it lacks the labels " +
+                        owned_labels_text() +
+                        "); it was left unchanged. To take it over (label it, and prune it once no manifest declares "
+                        "it), set `adopt: true` in the daemon config or pass --adopt to kstate apply");
+        return false;
+    }
+    return false;
   }
 
   // Whether a live object carries every ownership label with kstate's value (so it is
@@ -1506,12 +1556,8 @@ struct Engine::Impl {
       }
       co_return;
     }
-    if (!live->IsNull() && !options.adopt && !owned(*live)) {
-      fail(index, slot.ref.display() + " already exists and is not managed by kstate (it lacks the labels " +
-                      owned_labels_text() +
-                      "); it was left unchanged. To take it over (label it, and prune it once no manifest declares "
-                      "it), set `adopt: true` in the daemon config or pass --adopt to kstate apply");
-      co_return;
+    if (!live->IsNull() && !options.ownership_labels.empty() && !may_adopt(index, *live)) {
+      co_return;  // (failed, saying why)
     }
     // Fields other managers wrote are taken over on kstate's first apply of an object it
     // did not make (no configuration hash of its own), and whenever `kubectl apply` left
@@ -1659,12 +1705,15 @@ struct Engine::Impl {
     if (!live.IsNull() && diff.empty() && slot.taken_over_from.empty()) {
       succeed(index, "already good");
     } else {
-      changed(index, live.IsNull() ? "created" : "updated", diff);
+      changed(index, live.IsNull() ? Change::created : slot.adopting ? Change::adopted : Change::updated, diff);
       if (live.IsNull() && slot.resource && slot.resource->group.empty() && slot.resource->kind == "Namespace") {
         namespaces_created.insert(slot.ref.name);
       }
       if (!slot.taken_over_from.empty()) {
         slot.result.comment += " (taken over from " + managers_text(slot.taken_over_from) + ")";
+      }
+      if (!slot.adopted_from.empty()) {
+        slot.result.comment += " (from " + slot.adopted_from + ", as its manifest or adopt-objects says)";
       }
     }
     if (options.test_mode) {
@@ -1737,7 +1786,7 @@ struct Engine::Impl {
     }
     if (options.test_mode) {
       json::Document desired = desired_object(index);
-      changed(index, "re-created", object_diff(live, desired, diff_label(slot.ref)));
+      changed(index, Change::recreated, object_diff(live, desired, diff_label(slot.ref)));
       slot.result.comment = "would be deleted and re-created (" + fields + " is immutable)";
       co_return;
     }
@@ -1760,7 +1809,7 @@ struct Engine::Impl {
       fail(index, "re-create: create failed: " + created.error().describe());
       co_return;
     }
-    changed(index, "re-created", object_diff(live, *created, diff_label(slot.ref)));
+    changed(index, Change::recreated, object_diff(live, *created, diff_label(slot.ref)));
     slot.result.comment = "re-created (" + fields + " is immutable)";
     remember_live(index, *created);
     co_await after_present(index, *created);
@@ -1771,7 +1820,7 @@ struct Engine::Impl {
     Slot& slot = slots[index];
     slot.uid = string_at(object, {"metadata", "uid"});
     if (options.test_mode) {
-      if (slot.result.comment.rfind("would be created", 0) == 0) {
+      if (slot.result.change == Change::created) {
         pending_objects.insert(slot.ref.display());
         if (slot.ref.gvk.kind == "Namespace" && slot.ref.gvk.group.empty()) {
           pending_namespaces.insert(slot.ref.name);
@@ -1787,8 +1836,7 @@ struct Engine::Impl {
       }
       co_return;
     }
-    if (is_crd(slot.ref.gvk) &&
-        (slot.result.comment.rfind("updated", 0) == 0 || slot.result.comment.rfind("already good", 0) == 0)) {
+    if (is_crd(slot.ref.gvk) && slot.result.change != Change::created && slot.result.change != Change::recreated) {
       // The API server serves and lists the versions an update adds (this run's, or a
       // recent one: a run again right after a failed one) once its CRD handler and
       // discovery catch up, a moment later and not in step: until discovery lists one,
@@ -2056,7 +2104,7 @@ struct Engine::Impl {
     if (diff.empty()) {
       succeed(index, "already good");
     } else {
-      changed(index, "updated", diff);
+      changed(index, Change::updated, diff);
     }
     co_await after_update(index, *written);
   }
@@ -2142,7 +2190,7 @@ struct Engine::Impl {
         co_return;
       }
     }
-    changed(index, "deleted", object_diff(live, json::Value(), diff_label(slot.ref)));
+    changed(index, Change::deleted, object_diff(live, json::Value(), diff_label(slot.ref)));
   }
 
   // MetalK8s' wait until the object is gone: `attempts` checks `sleep` apart, or until

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,10 @@ struct EngineOptions {
   // ownership_labels (label it, and so make it prunable later). When false, such an
   // object is left unmodified and the state fails saying how to opt in.
   bool adopt = true;
+  // Objects ("Kind/namespace/name", "Kind/name") that may be taken over even when
+  // another tool manages them (adopt-objects; states/adoption.hpp). The manifest's
+  // annotation kstate.io/adopt: "true" does the same for its object.
+  std::set<std::string> adopt_objects;
   // Bound on readiness waits (CRD Established, `wait: true`, object_absent's wait) when
   // a state gives none: 5 minutes, as `helm --wait`.
   std::chrono::milliseconds default_wait_timeout{std::chrono::minutes(5)};

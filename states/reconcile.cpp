@@ -652,6 +652,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   }
   // Who may write the set: another writer's set is left alone (states/writer.hpp).
   WriterVerdict verdict = WriterVerdict::same;
+  std::vector<std::string> report_notes_before;
   std::string recorded_writer;
   if (options.writer && parent.readable && !parent.none) {
     std::optional<std::string> recorded;
@@ -673,6 +674,10 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
                               "(to resolve it, see docs/ownership.md)");
       report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
       co_return report;
+    }
+    if (verdict == WriterVerdict::conflict) {  // (test mode: shown, nothing would be pruned)
+      report_notes_before.push_back("ApplySet " + parent_name + " is reconciled by " + recorded_writer +
+                                    ": a real run of this writer would write nothing");
     }
     if (verdict == WriterVerdict::claim && !recorded_writer.empty() && !test_mode) {
       spdlog::warn(
@@ -813,6 +818,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
 
   const auto running = Clock::now();
   RunReport report = co_await engine.run(states);
+  report.notes.insert(report.notes.begin(), report_notes_before.begin(), report_notes_before.end());
   spdlog::debug("timing: {} states run in {:.1f} ms", report.results.size(),
                 std::chrono::duration<double, std::milli>(Clock::now() - running).count());
   if (report.discovery_stale) {
@@ -941,6 +947,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
           result.comment =
               test_mode ? "would be pruned (no longer in any manifest)" : "pruned (no longer in any manifest)";
           json::set_string(result.changes, "deleted", result.name, result.changes.GetAllocator());
+          result.change = Change::deleted;
           if (!test_mode) {
             removed.push_back(planned.entry.key());
             spdlog::info("pruned {} (was declared in {})", result.name, planned.entry.source);

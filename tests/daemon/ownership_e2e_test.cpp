@@ -522,4 +522,35 @@ TEST_CASE(
   CHECK(daemon.process.stop(SIGTERM, 20s) == 0);
 }
 
+TEST_CASE("the daemon reports adopted objects (STATUS, log, metric) and refuses one Helm manages, naming the release") {
+  Emulator emulator;
+  const std::string configmaps = "/api/v1/namespaces/default/configmaps";
+  REQUIRE(emulator
+              .request("POST", configmaps,
+                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"plain"},"data":{"color":"red"}})")
+              .status == 201);
+  REQUIRE(emulator
+              .request("POST", configmaps,
+                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"helm","labels":)"
+                       R"({"app.kubernetes.io/managed-by":"Helm"},"annotations":{"meta.helm.sh/release-name":"web",)"
+                       R"("meta.helm.sh/release-namespace":"team"}},"data":{"color":"red"}})")
+              .status == 201);
+  Daemon daemon(emulator);
+  Draining draining_daemon{&daemon};
+  write_file(daemon.manifests / "plain.yaml", config_map("plain", "blue"));
+  write_file(daemon.manifests / "helm.yaml", config_map("helm", "blue"));
+  daemon.start();
+  auto ready = daemon.wait_notification("READY=1");
+  REQUIRE(ready);
+  CHECK(ready->find("2 states: 0 created, 0 updated, 0 deleted, 0 unchanged, 1 failed, 1 adopted") !=
+        std::string::npos);
+  CHECK(daemon.color("plain") == "blue");
+  CHECK(daemon.color("helm") == "red");
+  const std::string log = daemon.log_text();
+  CHECK(log.find("adopted ConfigMap/default/plain") != std::string::npos);
+  CHECK(log.find("ConfigMap/default/helm is managed by Helm release team/web") != std::string::npos);
+  CHECK(has_metric(daemon, "kstate_state_results_total{result=\"adopted\"} 1"));
+  CHECK(daemon.process.stop(SIGTERM, 20s) == 0);
+}
+
 }  // namespace ownership_e2e_test

@@ -3,9 +3,13 @@
 // kstate-emulator with its fault injection, crash/restart with persistence and
 // request log. Three scenarios:
 //  - a randomized run of hundreds of steps adding, editing and removing manifest files
-//    while the server answers 500/503/409/429 or drops connections: after one clean
-//    cycle the cluster equals the manifests, and no DELETE ever named an object kstate
-//    never applied (planted foreign objects survive);
+//    (a CRD and its custom resources among them) while the server answers
+//    500/503/409/429 or drops connections, someone else plants custom resources of
+//    kstate's CRD, a second daemon with an older folder reconciles the same ApplySet,
+//    one-shot runs apply objects without a set, and a file is held open half-written:
+//    after one clean cycle the cluster equals the manifests, no DELETE ever named an
+//    object kstate never applied nor one a held-open file declared, the planted objects
+//    survive, and the second daemon never writes (issues #7, #35);
 //  - the API server killed in the middle of applying 500 objects and restarted with
 //    its data: the cycle fails cleanly with no delete, the next converges, nothing
 //    lost or duplicated (generateName objects included);
@@ -646,6 +650,7 @@ TEST_CASE("randomized: edits and server faults for hundreds of steps end with th
         fs::remove(second_dir /
                    std::next(model.files.begin(), model.below(static_cast<int>(model.files.size())))->first);
       }
+      emulator.reset_request_log();  // (the test's own requests above)
       states::RunReport held_back = second.cycle(second_dir, true);
       ++second_writer_cycles;
       INFO(summary(held_back));

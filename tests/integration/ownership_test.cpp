@@ -6,6 +6,7 @@
 // never one a daemon reconciles; a cluster-scoped object's stray namespace is dropped
 // before IDs and duplicates are computed.
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -265,6 +266,74 @@ TEST_CASE("a cluster-scoped object's stray namespace is dropped with a warning b
   auto twice = cluster.run("apply", {set, "kstate"});
   CHECK(twice.exit_code == 2);
   CHECK(twice.err.find("b.yaml:1:1: ClusterRole/reader: duplicate state ID (first declared at ") != std::string::npos);
+}
+
+TEST_CASE("adoption is explicit: reported adopted; an object another tool manages is refused naming it, unless named") {
+  Cluster cluster;
+  const std::string configmaps = "/api/v1/namespaces/default/configmaps";
+  const auto existing = [&](const std::string& name, const std::string& labels, const std::string& annotations) {
+    cluster.create(configmaps, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
+                                   R"(","labels":{)" + labels + R"(},"annotations":{)" + annotations +
+                                   R"(}},"data":{"key":"theirs"}})");
+  };
+  existing("plain", "", "");
+  existing("helm", R"("app.kubernetes.io/managed-by":"Helm")",
+           R"("meta.helm.sh/release-name":"web","meta.helm.sh/release-namespace":"team")");
+  existing("flux", R"("kustomize.toolkit.fluxcd.io/name":"apps","kustomize.toolkit.fluxcd.io/namespace":"flux-system")",
+           "");
+  existing("argo", R"("argocd.argoproj.io/instance":"guestbook")", "");
+  existing("other-set", R"("applyset.kubernetes.io/part-of":"applyset-other-v1")", "");
+  for (const char* name : {"plain", "helm", "flux", "argo", "other-set"}) {
+    cluster.write(std::string(name) + ".yaml", config_map("default", name));
+  }
+  const auto version = [&](const std::string& name) {
+    auto object = json::parse(cluster.emulator.request("GET", configmaps + "/" + name).body);
+    REQUIRE(object.ok());
+    return std::string(json::string_or(json::find_path(*object, {"metadata", "resourceVersion"}), ""));
+  };
+  const std::string helm_version = version("helm");
+
+  auto first = cluster.run("apply", {set, "kstate", "-o", "json"});
+  CHECK(first.exit_code == 2);
+  auto report = json::parse(first.out);
+  REQUIRE(report.ok());
+  std::map<std::string, std::pair<std::string, std::string>> by_name;  // name -> (change, comment)
+  for (const auto& member : json::find(*report, "local")->GetObject()) {
+    const json::Value& result = member.value;
+    by_name[std::string(json::string_or(json::find(result, "name"), ""))] = {
+        std::string(json::string_or(json::find(result, "change"), "")),
+        std::string(json::string_or(json::find(result, "comment"), ""))};
+  }
+  CHECK(by_name["ConfigMap/default/plain"].first == "adopted");
+  CHECK(by_name["ConfigMap/default/plain"].second == "adopted");
+  CHECK_THAT(by_name["ConfigMap/default/helm"].second,
+             Catch::StartsWith("ConfigMap/default/helm is managed by Helm release team/web (label "
+                               "app.kubernetes.io/managed-by: Helm); kstate does not take it over"));
+  CHECK_THAT(by_name["ConfigMap/default/helm"].second, Catch::Contains("kstate.io/adopt: \"true\""));
+  CHECK_THAT(by_name["ConfigMap/default/flux"].second, Catch::Contains("Flux Kustomization flux-system/apps"));
+  CHECK_THAT(by_name["ConfigMap/default/argo"].second, Catch::Contains("Argo CD application guestbook"));
+  CHECK_THAT(by_name["ConfigMap/default/other-set"].second, Catch::Contains("another ApplySet, applyset-other-v1"));
+  CHECK(version("helm") == helm_version);  // not one write
+  CHECK(cluster.label(configmaps + "/plain", "app.kubernetes.io/managed-by") == "kstate");
+  CHECK(cluster.label(configmaps + "/helm", "app.kubernetes.io/managed-by") == "Helm");
+
+  // Named for adoption: by the manifest's annotation, and by --adopt-objects.
+  cluster.write("helm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: helm\n  namespace: default\n"
+                "  annotations: {kstate.io/adopt: \"true\"}\ndata: {key: v}\n");
+  auto named = cluster.run("apply", {set, "kstate", "--adopt-objects",
+                                     "ConfigMap/default/flux, ConfigMap/default/argo,ConfigMap/default/other-set"});
+  CHECK(named.exit_code == 0);
+  CHECK(named.out.find("adopted (from Helm release team/web (label app.kubernetes.io/managed-by: Helm), as its "
+                       "manifest or adopt-objects says)") != std::string::npos);
+  CHECK(cluster.label(configmaps + "/helm", "app.kubernetes.io/managed-by") == "kstate");
+  CHECK_FALSE(cluster.label(configmaps + "/other-set", "applyset.kubernetes.io/part-of") == "applyset-other-v1");
+  // Adopted objects are kstate's from then on: a manifest removed prunes its object.
+  cluster.erase("plain.yaml");
+  auto pruned = cluster.run("apply", {"--prune", set, "kstate", "-o", "junit"});
+  CHECK(pruned.exit_code == 0);
+  CHECK(cluster.status(configmaps + "/plain") == 404);
+  CHECK(cluster.run("apply", {"--adopt-objects", "ConfigMap"}).exit_code == 2);
 }
 
 }  // namespace ownership_test

@@ -136,9 +136,9 @@ TEST_CASE("a re-apply reads each kind kstate owns once across namespaces, select
   CHECK(cluster.queries_of("/api/v1/namespaces/team-b/secrets/token").empty());
   UNSCOPED_INFO(cluster.emulator.request_log());
   CHECK(cluster.queries_of("/api/v1/namespaces/team-c/secrets/token").empty());
-  // The foreign ConfigMap was read: it is updated from red to blue, not "created".
+  // The foreign ConfigMap was read: it is adopted, red to blue, not "created".
   CHECK(first.out.find("-  color: red") != std::string::npos);
-  CHECK(occurrences(first.out, "Comment: updated") == 2);  // team-a and its ConfigMap one
+  CHECK(occurrences(first.out, "Comment: adopted") == 2);  // team-a and its ConfigMap one
   CHECK(occurrences(first.out, "Comment: created") == 10);
 
   cluster.emulator.reset_request_log();
@@ -279,14 +279,14 @@ TEST_CASE("the `default` ServiceAccount declared in a new namespace, made by kub
   write_file(dir / "team-d.yaml",
              std::string(team_d_namespace) + "---\n" + default_account() + "---\n" + team_d_config_map);
 
-  SECTION("taken over (adopt, the default): read once the namespace exists, updated, not created") {
+  SECTION("taken over (adopt, the default): read once the namespace exists, adopted, not created") {
     auto first = cluster.apply();
     CHECK(first.exit_code == 0);
     CHECK(cluster.queries_of(default_account_path).size() == 1);
     CHECK(cluster.queries_of("/api/v1/namespaces/team-d/configmaps").empty());
     CHECK(cluster.queries_of("/api/v1/namespaces/team-d/configmaps/app").empty());
     CHECK(occurrences(first.out, "Comment: created") == 2);  // the Namespace and the ConfigMap
-    CHECK(occurrences(first.out, "Comment: updated") == 1);  // the ServiceAccount
+    CHECK(occurrences(first.out, "Comment: adopted") == 1);  // the ServiceAccount (the controller made it)
     CHECK(first.out.find("+  - name: registry") != std::string::npos);
     CHECK(cluster.label(default_account_path, part_of) != "");
   }

@@ -138,11 +138,6 @@ TEST_CASE("secret canaries never appear in logs, reports, diffs, discover output
   auto run_kstate = [&](std::vector<std::string> args, const fs::path& kubeconfig) {
     std::vector<std::string> argv{KSTATE_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
-    if (args.front() == "apply" || args.front() == "test") {
-      // A set of their own (the inventory is written too): the daemon below reconciles
-      // the default one, and would refuse a set another writer wrote.
-      argv.insert(argv.end(), {"--applyset-name", "canary"});
-    }
     argv.insert(argv.end(), {"--kubeconfig", kubeconfig.string(), "--cache-dir", cache.string(), "-v", "trace"});
     ProcessResult result = kstate::testing::run_process(argv);
     INFO("kstate " << args.front() << " " << (args.size() > 3 ? args[3] : "") << " exit " << result.exit_code);

@@ -136,7 +136,8 @@ data:
   emulator.reset_request_log();
   auto test = kstate(emulator, work, {"test", manifests.string()});
   CHECK(test.exit_code == 1);
-  CHECK(test.out.find("would be updated (taken over from kubectl-client-side-apply)") != std::string::npos);
+  // (kstate did not create it: an adoption, issue 35)
+  CHECK(test.out.find("would be adopted (taken over from kubectl-client-side-apply)") != std::string::npos);
   CHECK(test.out.find("-  three: \"3\"") != std::string::npos);
   CHECK(test.out.find(old_secret) == std::string::npos);
   CHECK(test.err.find(old_secret) == std::string::npos);
@@ -145,7 +146,7 @@ data:
 
   auto apply = kstate(emulator, work, {"apply", manifests.string(), "-o", "json"});
   CHECK(apply.exit_code == 0);
-  CHECK(apply.out.find("updated (taken over from kubectl-client-side-apply)") != std::string::npos);
+  CHECK(apply.out.find("adopted (taken over from kubectl-client-side-apply)") != std::string::npos);
   CHECK(apply.out.find(old_secret) == std::string::npos);
   CHECK(apply.err.find(old_secret) == std::string::npos);
 
