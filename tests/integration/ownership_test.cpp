@@ -293,6 +293,13 @@ TEST_CASE("adoption is explicit: reported adopted; an object another tool manage
   };
   const std::string helm_version = version("helm");
 
+  auto tested = cluster.run("test", {set, "kstate", "-o", "junit"});
+  CHECK(tested.exit_code == 2);  // (the refused ones)
+  CHECK(tested.out.find("<testcase classname=\"" + (cluster.dir / "plain.yaml").string() +
+                        "\" name=\"ConfigMap/default/plain\"") != std::string::npos);
+  CHECK(tested.out.find("<properties><property name=\"change\" value=\"adopted\"/></properties>") != std::string::npos);
+  CHECK(tested.out.find("would be adopted") != std::string::npos);
+
   auto first = cluster.run("apply", {set, "kstate", "-o", "json"});
   CHECK(first.exit_code == 2);
   auto report = json::parse(first.out);
