@@ -100,7 +100,15 @@ stop_emulator() {
 precreate_crd() {
   if [[ $have_kubectl == 1 ]]; then
     kubectl --kubeconfig "$kc" apply --server-side -f "$1/00-crd.yaml" >/dev/null
-    kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout=30s crd/widgets.bench.kstate.io >/dev/null
+    # Until the CRD is Established its status.conditions is null, as kube-apiserver
+    # answers (recording 59), and kubectl wait fails on that: asked again.
+    for _ in $(seq 100); do
+      kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout=30s crd/widgets.bench.kstate.io \
+        >/dev/null 2>&1 && return 0
+      sleep 0.1
+    done
+    echo "bench/run.sh: the benchmark CRD did not become Established" >&2
+    exit 1
   else
     "$kstate" apply "$1/00-crd.yaml" --kubeconfig "$kc" --cache-dir "$work/crd-cache" >/dev/null 2>&1
     sleep 2  # the emulator marks a CRD Established about a second after its creation

@@ -16,9 +16,8 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
+#include "core/credential_file.hpp"
 #include "core/encoding.hpp"
 #include "core/json.hpp"
 
@@ -42,13 +41,11 @@ std::string trim(std::string text) {
 }
 
 std::optional<std::string> read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  auto content = read_credential_file(path, "client certificate");
+  if (!content) {
     return std::nullopt;
   }
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
+  return std::move(content.value());
 }
 
 // Whether a PEM certificate and a PEM private key belong together.
@@ -106,7 +103,7 @@ class KubeconfigCredentialSource final : public CredentialSource {
         exec_cache_ = std::move(status.value());
       }
       if (!exec_cache_->token.empty()) {
-        credentials.authorization = "Bearer " + exec_cache_->token;
+        credentials.authorization = "Bearer " + exec_cache_->token;  // (checked: parse_exec_credential)
       }
       if (!exec_cache_->client_certificate_pem.empty()) {
         credentials.client_certificate_pem = exec_cache_->client_certificate_pem;
@@ -117,17 +114,22 @@ class KubeconfigCredentialSource final : public CredentialSource {
     if (!config_.token_file.empty()) {
       auto now = options_.clock();
       if (!file_token_read_ || now - file_token_read_at_ >= options_.token_file_refresh || after_unauthorized) {
-        std::ifstream in(config_.token_file, std::ios::binary);
-        std::ostringstream content;
-        if (in) {
-          content << in.rdbuf();
+        auto content = read_credential_file(config_.token_file, "the bearer token file");
+        std::string token = content ? trim(std::move(content.value())) : std::string();
+        if (!content && content.error().kind != ErrorKind::io) {
+          return content.error();  // refused: not a regular file, too large
         }
-        std::string token = trim(content.str());
-        if (!in || token.empty()) {
-          // Keep serving the last good token while a rotation is in progress.
+        if (!content || token.empty()) {
+          // Missing, unreadable or empty: keep serving the last good token while a
+          // rotation is in progress.
           if (file_token_.empty() && config_.token.empty()) {
-            return Error(ErrorKind::config, "cannot read the bearer token file " + config_.token_file);
+            return content ? Error(ErrorKind::config, "the bearer token file " + config_.token_file + " is empty")
+                           : content.error();
           }
+        } else if (auto problem = token_problem(token); !problem.empty()) {
+          // Never sent, never quoted: `tokenFile: /etc/shadow` must not end up in a header.
+          return Error(ErrorKind::config,
+                       "the bearer token file " + config_.token_file + ": " + problem + " (refused, never sent)");
         } else {
           file_token_ = std::move(token);
         }
@@ -292,6 +294,9 @@ Result<ExecCredentialStatus> parse_exec_credential(std::string_view output, std:
   if (result.token.empty() && result.client_certificate_pem.empty()) {
     return Error(ErrorKind::config, "exec plugin returned neither a token nor a client certificate");
   }
+  if (auto problem = token_problem(result.token); !result.token.empty() && !problem.empty()) {
+    return Error(ErrorKind::config, "exec plugin returned a token that " + problem + " (refused, never sent)");
+  }
   if (result.client_certificate_pem.empty() != result.client_key_pem.empty()) {
     return Error(ErrorKind::config, "exec plugin returned a client certificate without a key, or a key alone");
   }
@@ -377,6 +382,7 @@ Result<std::string> run_exec_plugin(const ExecConfig& exec, const std::string& e
   std::string output;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   bool timed_out = false;
+  bool too_long = false;
   for (;;) {
     auto remaining =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
@@ -401,14 +407,14 @@ Result<std::string> run_exec_plugin(const ExecConfig& exec, const std::string& e
     if (count <= 0) {
       break;
     }
-    output.append(chunk, static_cast<std::size_t>(count));
-    if (output.size() > 1024 * 1024) {
-      timed_out = false;
+    if (output.size() + static_cast<std::size_t>(count) > max_credential_bytes) {
+      too_long = true;  // a credential is a few kB: this is not one
       break;
     }
+    output.append(chunk, static_cast<std::size_t>(count));
   }
   close(pipe_fds[0]);
-  if (timed_out) {
+  if (timed_out || too_long) {
     kill(-pid, SIGKILL);  // the whole group
   }
   int wait_status = 0;
@@ -416,6 +422,10 @@ Result<std::string> run_exec_plugin(const ExecConfig& exec, const std::string& e
   }
   if (timed_out) {
     return Error(ErrorKind::timeout, "exec plugin \"" + exec.command + "\" did not finish in time");
+  }
+  if (too_long) {
+    return Error(ErrorKind::config, "exec plugin \"" + exec.command + "\" wrote more than " +
+                                        std::to_string(max_credential_bytes / 1024) + " KiB (refused)");
   }
   if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
     return Error(ErrorKind::config, "exec plugin \"" + exec.command + "\" failed (exit status " +

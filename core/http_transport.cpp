@@ -8,6 +8,7 @@
 #include <utility>
 // (blank line keeps <utility> first for Boost 1.74's awaitable.hpp)
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -23,6 +24,7 @@
 #include <random>
 
 #include "core/encoding.hpp"
+#include "core/http_response.hpp"
 #include "core/transport.hpp"
 #include "kstate/build_info.hpp"
 
@@ -62,6 +64,11 @@ Error connection_error(ErrorKind kind, const std::string& what, const beast::err
     return Error(ErrorKind::timeout, what + ": deadline exceeded");
   }
   return Error(kind, what + ": " + ec.message());
+}
+
+std::string seconds_text(std::chrono::milliseconds duration) {
+  auto tenths = (duration.count() + 50) / 100;
+  return std::to_string(tenths / 10) + (tenths % 10 != 0 ? "." + std::to_string(tenths % 10) : "") + " s";
 }
 
 // A counting semaphore for coroutines on one thread.
@@ -147,6 +154,28 @@ class BeastResponseStream final : public ResponseStream {
   std::unique_ptr<http::response_parser<http::buffer_body>> parser_;
   std::chrono::milliseconds idle_timeout_;
 };
+
+// The name of a header whose value holds a control character ("" when none does). Such
+// a value would end the header early and forge others (CR LF), so the request is not
+// sent. Credentials are checked where they are read (kubeconfig.hpp); this is the last
+// line of defence for every header.
+std::string header_with_control_character(const Request& request, const Credentials& credentials) {
+  auto has_control = [](std::string_view value) {
+    return std::any_of(value.begin(), value.end(), [](char c) {
+      const auto byte = static_cast<unsigned char>(c);
+      return byte < 0x20 || byte == 0x7f;
+    });
+  };
+  if (has_control(credentials.authorization)) {
+    return "Authorization";
+  }
+  for (const auto& [name, value] : request.headers) {
+    if (has_control(name) || has_control(value)) {
+      return name;
+    }
+  }
+  return {};
+}
 
 // Is `host` an IP address literal (no SNI, IP SAN verification)?
 bool is_ip_address(const std::string& host) {
@@ -240,8 +269,16 @@ class HttpTransport final : public Transport {
     if (ec) {
       co_return connection_error(ErrorKind::connection, "resolving " + address_.host, ec);
     }
-    connection->tcp().expires_at(deadline);
+    // Connect and handshake have their own, shorter deadline: a server that accepts
+    // connections and never answers is given up on in seconds.
+    const bool connect_deadline_first = now() + options_.connect_timeout < deadline;
+    connection->tcp().expires_at(connect_deadline_first ? now() + options_.connect_timeout : deadline);
+    const std::string within =
+        " within " + seconds_text(connect_deadline_first ? options_.connect_timeout : options_.request_timeout);
     co_await connection->tcp().async_connect(endpoints, asio::redirect_error(use_awaitable, ec));
+    if (ec == beast::error::timeout) {
+      co_return Error(ErrorKind::timeout, "connecting to " + config_.server + ": no connection" + within);
+    }
     if (ec) {
       co_return connection_error(ErrorKind::connection, "connecting to " + config_.server, ec);
     }
@@ -275,6 +312,11 @@ class HttpTransport final : public Transport {
         SSL_set_session(handle, session_.get());
       }
       co_await connection->tls->async_handshake(ssl::stream_base::client, asio::redirect_error(use_awaitable, ec));
+      if (ec == beast::error::timeout) {
+        session_.reset();
+        co_return Error(ErrorKind::timeout,
+                        "TLS handshake with " + config_.server + ": the server did not complete it" + within);
+      }
       if (ec) {
         session_.reset();
         co_return connection_error(ErrorKind::tls, "TLS handshake with " + config_.server, ec);
@@ -372,10 +414,16 @@ class HttpTransport final : public Transport {
     std::optional<Response> response;
     Error error;
     bool request_sent = false;
+    bool reused_connection = false;  // sent over a pooled connection
   };
 
   asio::awaitable<Attempt> attempt(const Request& request, const Credentials& credentials) {
     Attempt outcome;
+    if (auto header = header_with_control_character(request, credentials); !header.empty()) {
+      outcome.error = Error(ErrorKind::config, request.verb + " " + request.path + ": the " + header +
+                                                   " header holds a control character; not sent");
+      co_return outcome;
+    }
     auto deadline = now() + options_.request_timeout;
     std::string identity = credentials.client_certificate_pem.empty()
                                ? std::string()
@@ -387,6 +435,7 @@ class HttpTransport final : public Transport {
       }
     }
     auto connection = take_idle(identity);
+    outcome.reused_connection = connection != nullptr;
     if (!connection) {
       auto connected = co_await connect(credentials, deadline);
       if (!connected) {
@@ -409,8 +458,8 @@ class HttpTransport final : public Transport {
       outcome.error = connection_error(ErrorKind::connection, request.verb + " " + request.path, ec);
       co_return outcome;
     }
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(options_.max_response_bytes);
+    ResponseParser parser;
+    limit_response(parser, options_.max_response_bytes);
     // (if/else, not ?: — GCC 12 miscompiles co_await inside a conditional expression)
     if (connection->tls) {
       ec = co_await read_response(*connection->tls, connection->buffer, parser);
@@ -418,24 +467,14 @@ class HttpTransport final : public Transport {
       ec = co_await read_response(*connection->plain, connection->buffer, parser);
     }
     if (ec) {
-      outcome.error = connection_error(ErrorKind::connection, request.verb + " " + request.path, ec);
+      // (memory running out for the body is an error here too, not an exception)
+      outcome.error = response_read_error(request.verb + " " + request.path, ec, options_.max_response_bytes);
       co_return outcome;
     }
-    auto& message_in = parser.get();
-    Response response;
-    response.status = static_cast<int>(message_in.result_int());
-    for (const auto& field : message_in) {
-      std::string name(field.name_string());
-      for (auto& c : name) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      }
-      response.headers.emplace_back(std::move(name), std::string(field.value()));
-    }
-    response.body = std::move(message_in.body());
-    if (message_in.keep_alive()) {
+    outcome.response = to_response(parser.get());
+    if (parser.get().keep_alive()) {
       give_back(std::move(connection));
     }
-    outcome.response = std::move(response);
     co_return outcome;
   }
 
@@ -510,10 +549,50 @@ class HttpTransport final : public Transport {
 
   void count(const std::string& verb, int status) { ++stats_.requests[verb + " " + std::to_string(status)]; }
 
+  // --- the server's reachability (reachability.hpp) ----------------------------------
+
+  // Runs `change` on the reachability and reports a change of state.
+  template <class Change>
+  void update_reachability(Change change) {
+    const Reachability before = reachability_.state();
+    change(reachability_);
+    if (reachability_.state() != before && options_.on_server_status) {
+      options_.on_server_status(server_status());
+    }
+  }
+  void note_answer() {
+    update_reachability([&](ServerReachability& reachability) { reachability.answered(now()); });
+  }
+  void note_failure(SteadyClock::time_point attempt_started, const Error& error, bool sent, bool reused) {
+    const bool means_unreachable = failure_means_unreachable(error, sent, reused);
+    update_reachability([&](ServerReachability& reachability) {
+      reachability.attempt_failed(now(), attempt_started, means_unreachable, error.message);
+    });
+  }
+  // A request stopped retrying: when its last failure said nobody is there, the server
+  // is down and further attempts fail fast.
+  void note_gave_up(SteadyClock::time_point request_started, const Error& error, bool sent, bool reused) {
+    if (failure_means_unreachable(error, sent, reused)) {
+      update_reachability(
+          [&](ServerReachability& reachability) { reachability.gave_up(now(), request_started, error.message); });
+    }
+  }
+  // The error of an attempt not made because the server is down.
+  Error not_sent(const Request& request) const {
+    return Error(ErrorKind::connection, request.verb + " " + request.path + ": not sent: the API server " +
+                                            config_.server + " does not answer (" + reachability_.reason() + ")");
+  }
+  bool server_answering() const { return reachability_.state() == Reachability::answering; }
+
+  ServerStatus server_status() const override {
+    return ServerStatus{reachability_.state(), reachability_.reason(), reachability_.since()};
+  }
+
   asio::awaitable<Result<Response>> send(Request request) override {
     bool after_unauthorized = false;
     bool refreshed_credentials = false;
     std::uint64_t generation = 0;
+    const auto request_started = now();
     for (int retries = 0;; ++retries) {
       co_await wait_for_token();
       auto fetched = co_await fetch_credentials(after_unauthorized, generation);
@@ -523,10 +602,16 @@ class HttpTransport final : public Transport {
         co_return credentials.error();
       }
       co_await in_flight_.acquire();
+      if (reachability_.admit(now()) == Admission::fail_fast) {
+        in_flight_.release();
+        co_return not_sent(request);
+      }
+      const auto attempt_started = now();
       auto outcome = co_await attempt(request, credentials.value());
       in_flight_.release();
       Error error;
       if (outcome.response) {
+        note_answer();
         int status = outcome.response->status;
         count(request.verb, status);
         spdlog::trace("{} {} -> {}", request.verb, request.target(), status);
@@ -544,12 +629,18 @@ class HttpTransport final : public Transport {
       } else {
         count(request.verb, 0);
         error = std::move(outcome.error);
+        note_failure(attempt_started, error, outcome.request_sent, outcome.reused_connection);
         spdlog::debug("{} {} failed: {}", request.verb, request.path, error.message);
       }
       after_unauthorized = false;
-      auto delay = retry_delay(options_.retry, request, error, outcome.request_sent, retries, options_.random());
+      auto delay = retry_delay(options_.retry, request, error, outcome.request_sent, retries, options_.random(),
+                               server_answering());
       if (!delay) {
-        co_return gave_up(std::move(error), retries);
+        Error final_error = gave_up(std::move(error), retries);
+        if (!outcome.response) {
+          note_gave_up(request_started, final_error, outcome.request_sent, outcome.reused_connection);
+        }
+        co_return final_error;
       }
       ++stats_.retries;
       spdlog::debug("retrying {} {} in {} ms ({})", request.verb, request.path, delay->count(),
@@ -562,6 +653,7 @@ class HttpTransport final : public Transport {
     bool refreshed_credentials = false;
     bool after_unauthorized = false;
     std::uint64_t generation = 0;
+    const auto request_started = now();
     for (int retries = 0;; ++retries) {
       co_await wait_for_token();
       auto fetched = co_await fetch_credentials(after_unauthorized, generation);
@@ -570,9 +662,18 @@ class HttpTransport final : public Transport {
       if (!credentials) {
         co_return credentials.error();
       }
+      if (auto header = header_with_control_character(request, credentials.value()); !header.empty()) {
+        co_return Error(ErrorKind::config,
+                        request.verb + " " + request.path + ": the " + header + " header holds a control character");
+      }
+      if (reachability_.admit(now()) == Admission::fail_fast) {
+        co_return not_sent(request);
+      }
       Error error;
       bool sent = false;
-      auto deadline = now() + options_.request_timeout;
+      bool answered = false;
+      const auto attempt_started = now();
+      auto deadline = attempt_started + options_.request_timeout;
       auto connected = co_await connect(credentials.value(), deadline);
       if (connected) {
         auto connection = std::move(connected.value());
@@ -586,7 +687,8 @@ class HttpTransport final : public Transport {
           ec = co_await write_request(*connection->plain, message);
         }
         auto parser = std::make_unique<http::response_parser<http::buffer_body>>();
-        parser->body_limit(boost::none);
+        parser->header_limit(static_cast<std::uint32_t>(max_response_header_bytes));
+        parser->body_limit(boost::none);  // a watch never ends; its events are bounded (watch.hpp)
         if (!ec) {
           // (if/else, not ?: — GCC 12 miscompiles co_await inside a conditional expression)
           if (connection->tls) {
@@ -597,8 +699,10 @@ class HttpTransport final : public Transport {
         }
         if (ec) {
           count(request.verb, 0);
-          error = connection_error(ErrorKind::connection, request.verb + " " + request.path, ec);
+          error = response_read_error(request.verb + " " + request.path, ec, options_.max_response_bytes);
         } else {
+          answered = true;
+          note_answer();
           int status = static_cast<int>(parser->get().result_int());
           count(request.verb, status);
           spdlog::trace("{} {} -> {} (stream)", request.verb, request.target(), status);
@@ -628,10 +732,17 @@ class HttpTransport final : public Transport {
         count(request.verb, 0);
         error = std::move(connected).error();
       }
+      if (!answered) {
+        note_failure(attempt_started, error, sent, false);
+      }
       after_unauthorized = false;
-      auto delay = retry_delay(options_.retry, request, error, sent, retries, options_.random());
+      auto delay = retry_delay(options_.retry, request, error, sent, retries, options_.random(), server_answering());
       if (!delay) {
-        co_return gave_up(std::move(error), retries);
+        Error final_error = gave_up(std::move(error), retries);
+        if (!answered) {
+          note_gave_up(request_started, final_error, sent, false);
+        }
+        co_return final_error;
       }
       ++stats_.retries;
       co_await sleep_for(*delay);
@@ -656,6 +767,7 @@ class HttpTransport final : public Transport {
   std::string session_identity_;          // the client certificate it was made with
   std::vector<std::unique_ptr<Connection>> idle_;
   TransportStats stats_;
+  ServerReachability reachability_{options_.probe_interval};
   AsyncSemaphore credential_lock_{1};
   std::uint64_t credential_generation_ = 0;
   // Runs blocking credential sources (exec plugins). Declared last: destroyed (joined)

@@ -7,11 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "core/credential_file.hpp"
 #include "core/encoding.hpp"
 
 namespace kstate {
@@ -50,14 +50,14 @@ std::optional<std::string> read_env(const KubeconfigSources& sources, const std:
   return std::nullopt;
 }
 
-Result<std::string> read_file(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return config_error("cannot read " + std::string(what) + ": " + path + ": " + std::strerror(errno));
+// A file the kubeconfig names: every failure is a configuration error (kubeconfig.hpp),
+// whether the file is missing or was refused.
+Result<std::string> read_named_file(const std::string& path, const std::string& what) {
+  auto content = read_credential_file(path, what);
+  if (!content) {
+    return config_error(content.error().message);
   }
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
+  return content;
 }
 
 std::string resolve_path(const std::string& path, const std::string& folder) {
@@ -69,9 +69,13 @@ std::string resolve_path(const std::string& path, const std::string& folder) {
 
 // Merges one file: the first file that sets a name keeps it (kubectl's rule).
 Status merge_file(const std::string& path, MergedConfig& merged) {
+  auto text = read_bounded_file(path, "kubeconfig", max_kubeconfig_bytes, false);
+  if (!text) {
+    return config_error(text.error().message);
+  }
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     return config_error("kubeconfig " + path + " is not valid YAML: " + e.what());
   }
@@ -163,7 +167,7 @@ Result<std::string> pem_field(const Entry& entry, const char* file_key, const ch
     return std::move(*decoded);
   }
   if (!file.empty()) {
-    return read_file(resolve_path(file, entry.folder), std::string(file_key) + " of " + where);
+    return read_named_file(resolve_path(file, entry.folder), std::string(file_key) + " of " + where);
   }
   return std::string();
 }
@@ -295,6 +299,16 @@ Result<ClientConfig> resolve(const MergedConfig& merged, const std::string& cont
       config.token_file = resolve_path(scalar(user.node, "tokenFile"), user.folder);
       config.username = scalar(user.node, "username");
       config.password = scalar(user.node, "password");
+      // Refused before anything is sent: a CR or LF would forge headers of its own.
+      if (auto problem = token_problem(config.token); !config.token.empty() && !problem.empty()) {
+        return config_error(user_where + ": token: " + problem + " (refused, never sent)");
+      }
+      for (const auto& [field, value] :
+           {std::pair<const char*, const std::string*>{"username", &config.username}, {"password", &config.password}}) {
+        if (auto problem = basic_auth_problem(*value); !problem.empty()) {
+          return config_error(user_where + ": " + field + ": " + problem + " (refused, never sent)");
+        }
+      }
       if ((!config.token.empty() || !config.token_file.empty()) && !config.username.empty()) {
         return config_error(user_where + ": username/password or bearer token may be set, but not both");
       }
@@ -324,12 +338,12 @@ Result<ClientConfig> in_cluster_config(const KubeconfigSources& sources, const s
   if (!fs::exists(config.token_file)) {
     return config_error("in-cluster: service account token " + config.token_file + " does not exist");
   }
-  auto ca = read_file(sources.service_account_dir + "/ca.crt", "in-cluster CA");
+  auto ca = read_named_file(sources.service_account_dir + "/ca.crt", "in-cluster CA");
   if (!ca) {
     return ca.error();
   }
   config.certificate_authority_pem = std::move(ca.value());
-  if (auto ns = read_file(sources.service_account_dir + "/namespace", "namespace"); ns) {
+  if (auto ns = read_named_file(sources.service_account_dir + "/namespace", "namespace"); ns) {
     std::string value = ns.value();
     while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) {
       value.pop_back();

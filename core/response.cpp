@@ -4,8 +4,17 @@
 #include <charconv>
 
 #include "core/json.hpp"
+#include "core/untrusted_text.hpp"
 
 namespace kstate {
+namespace {
+
+// A Status reason is a word (NotFound, AlreadyExists); a cause one field's complaint.
+constexpr std::size_t max_reason_bytes = 256;
+constexpr std::size_t max_cause_bytes = 1024;
+constexpr std::size_t max_causes = 20;
+
+}  // namespace
 
 std::string_view Response::header(std::string_view lower_case_name) const {
   for (const auto& [name, value] : headers) {
@@ -54,14 +63,20 @@ Error error_from_response(int http_status, std::string_view body, std::string_vi
   bool is_status = document.ok() && document->IsObject() && json::get_string(*document, "kind") == "Status";
   if (is_status) {
     const auto& status = *document;
-    error.reason = std::string(json::string_or(json::find(status, "reason"), ""));
-    error.message = std::string(json::string_or(json::find(status, "message"), ""));
+    // Whatever the server (or an admission webhook behind it) wrote is untrusted text
+    // that ends up in logs and reports: escaped and capped (untrusted_text.hpp).
+    error.reason = printable(json::string_or(json::find(status, "reason"), ""), max_reason_bytes);
+    error.message = printable(json::string_or(json::find(status, "message"), ""));
     if (const auto* details = json::find(status, "details"); details != nullptr && details->IsObject()) {
       if (const auto* causes = json::find(*details, "causes"); causes != nullptr && causes->IsArray()) {
         for (const auto& cause : causes->GetArray()) {
-          error.causes.push_back({std::string(json::string_or(json::find(cause, "reason"), "")),
-                                  std::string(json::string_or(json::find(cause, "message"), "")),
-                                  std::string(json::string_or(json::find(cause, "field"), ""))});
+          if (error.causes.size() == max_causes) {
+            error.causes.push_back({"", "... and " + std::to_string(causes->Size() - max_causes) + " more causes", ""});
+            break;
+          }
+          error.causes.push_back({printable(json::string_or(json::find(cause, "reason"), ""), max_reason_bytes),
+                                  printable(json::string_or(json::find(cause, "message"), ""), max_cause_bytes),
+                                  printable(json::string_or(json::find(cause, "field"), ""), max_cause_bytes)});
         }
       }
       if (const auto* seconds = json::find(*details, "retryAfterSeconds"); seconds != nullptr && seconds->IsInt()) {
@@ -70,7 +85,7 @@ Error error_from_response(int http_status, std::string_view body, std::string_vi
     }
   }
   if (error.message.empty()) {
-    std::string excerpt(body.substr(0, 200));
+    std::string excerpt = printable(body, 200);
     error.message = "the server responded with HTTP " + std::to_string(http_status) +
                     (excerpt.empty() ? std::string() : ": " + excerpt);
   }

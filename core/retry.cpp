@@ -35,7 +35,7 @@ std::chrono::milliseconds backoff(const RetryPolicy& policy, int retries_so_far,
 
 std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& policy, const Request& request,
                                                      const Error& error, bool request_sent, int retries_so_far,
-                                                     double random01) {
+                                                     double random01, bool server_answering) {
   if (!request.retry || retries_so_far >= policy.max_retries) {
     return std::nullopt;
   }
@@ -53,6 +53,9 @@ std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& policy, 
   }
   if (!request.idempotent && (request_sent || server_failure)) {
     return std::nullopt;  // the server may have acted on it: never repeat a create blindly
+  }
+  if (transport_failure && !server_answering && retries_so_far >= policy.retries_while_not_answering) {
+    return std::nullopt;
   }
   if (server_failure && error.retry_after_seconds >= 0) {
     return retry_after();

@@ -33,6 +33,10 @@ struct RetryPolicy {
   std::chrono::milliseconds backoff_base{200};
   std::chrono::milliseconds backoff_max{10'000};
   std::chrono::milliseconds max_retry_after{60'000};  // a longer Retry-After is capped
+  // Connection failures and timeouts while the server is not known to answer (before
+  // its first answer, or once it stopped answering: reachability.hpp) are retried this
+  // often only, so that a dead server is reported in seconds, not after every retry.
+  int retries_while_not_answering = 1;
 };
 
 // Whether to retry `request` after `error`, and after how long; nullopt: give up
@@ -41,11 +45,13 @@ struct RetryPolicy {
 //    request is retried, after Retry-After (or backoff when it is absent);
 //  - connection failures, timeouts and other 5xx: retried with jittered exponential
 //    backoff only when the request is idempotent, or when it never left this process
-//    (`request_sent` false: connect or handshake failed);
+//    (`request_sent` false: connect or handshake failed); while the server is not
+//    known to answer (`server_answering` false), at most retries_while_not_answering
+//    times;
 //  - everything else (4xx): not retried.
 // `random01` in [0,1) picks the jitter: the delay is in [d/2, d) for d = base * 2^retries.
 std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& policy, const Request& request,
                                                      const Error& error, bool request_sent, int retries_so_far,
-                                                     double random01);
+                                                     double random01, bool server_answering = true);
 
 }  // namespace kstate

@@ -23,6 +23,7 @@
 #include "core/credentials.hpp"
 #include "core/error.hpp"
 #include "core/kubeconfig.hpp"
+#include "core/reachability.hpp"
 #include "core/request.hpp"
 #include "core/response.hpp"
 #include "core/retry.hpp"
@@ -46,6 +47,13 @@ class ResponseStream {
   virtual asio::awaitable<Result<std::string>> read_some() = 0;
 };
 
+// What the transport knows of the API server's reachability (reachability.hpp).
+struct ServerStatus {
+  Reachability reachability = Reachability::unknown;
+  std::string reason;  // the failure, while not_answering or down
+  std::chrono::steady_clock::time_point since{};
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -56,18 +64,37 @@ class Transport {
   // Sends a streaming request (watch) and returns once the headers arrived with 2xx.
   virtual asio::awaitable<Result<std::unique_ptr<ResponseStream>>> open_stream(Request request) = 0;
   virtual TransportStats stats() const = 0;
+  // Whether the server answers; a transport that cannot tell says `unknown`.
+  virtual ServerStatus server_status() const { return {}; }
 };
 
 struct TransportOptions {
   double qps = 500.0;  // --qps; <= 0: unlimited
   int burst = 2000;    // --burst
   std::size_t max_in_flight = 32;
-  std::chrono::milliseconds request_timeout{30'000};          // per attempt: connect + send + whole response
+  std::chrono::milliseconds request_timeout{30'000};  // per attempt: connect + send + whole response
+  // Per attempt that opens a connection: TCP connect and TLS handshake (within
+  // request_timeout), so that a server that accepts connections and never completes a
+  // handshake is given up on in seconds. kubectl's dialer uses 30 s and its TLS
+  // handshake 10 s. (Name resolution is not bounded by it.)
+  std::chrono::milliseconds connect_timeout{10'000};
   std::chrono::milliseconds watch_idle_timeout{330'000};      // a watch with no byte for this long is dead
   std::chrono::milliseconds idle_connection_timeout{60'000};  // pooled connections older than this are closed
   std::size_t max_idle_connections = 16;
-  std::size_t max_response_bytes = 512u * 1024u * 1024u;
+  // Largest response body read (not for watches, read chunk by chunk): a Content-Length
+  // above it is refused as soon as the headers arrive, a chunked body once it passes
+  // it. The largest answers kstate asks for are LIST pages (request.hpp: 500 objects a
+  // page), a few MB even for big CRDs (the API server holds objects up to 1.5 MiB, so
+  // 500 of them could in theory reach ~750 MiB; kube-apiserver cuts pages by count, and
+  // a page that large has not been seen); discovery documents are a few hundred kB.
+  std::size_t max_response_bytes = 64u * 1024u * 1024u;
   RetryPolicy retry;
+  // While the server is down (reachability.hpp), one attempt per this interval is sent
+  // to find out whether it is back; the others fail at once.
+  std::chrono::milliseconds probe_interval{1'000};
+  // Called when the server's reachability changes (answering <-> not answering / down),
+  // e.g. for the daemon to log it; on the transport's thread.
+  std::function<void(const ServerStatus&)> on_server_status;
   // Injected for tests: jitter source in [0,1) and the clock of the token bucket.
   std::function<double()> random;
   std::function<std::chrono::steady_clock::time_point()> clock;

@@ -2,6 +2,7 @@
 #include "core/watch.hpp"
 
 #include "core/response.hpp"
+#include "core/untrusted_text.hpp"
 
 namespace kstate {
 
@@ -50,7 +51,7 @@ Result<WatchEvent> decode_watch_line(std::string_view line) {
   } else if (type == "ERROR") {
     event.type = WatchEventType::error;
   } else {
-    return Error(ErrorKind::invalid, "watch stream: unknown event type \"" + std::string(type.value_or("")) + "\"");
+    return Error(ErrorKind::invalid, "watch stream: unknown event type \"" + printable(type.value_or(""), 64) + "\"");
   }
   const auto* object = json::find(*document, "object");
   if (object == nullptr || !object->IsObject()) {
@@ -82,6 +83,11 @@ Result<std::vector<WatchEvent>> WatchDecoder::feed(std::string_view bytes) {
     events.push_back(std::move(event.value()));
   }
   pending_.erase(0, start);
+  if (pending_.size() > max_watch_event_bytes) {
+    pending_.clear();
+    return Error(ErrorKind::unsupported, "watch stream: an event is larger than the limit of " +
+                                             std::to_string(max_watch_event_bytes / (1024 * 1024)) + " MiB");
+  }
   return events;
 }
 

@@ -3,6 +3,7 @@
 // across network reads anywhere. Feeding bytes returns the complete events so far.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,10 @@ struct WatchEvent {
   // For ERROR events: the Status decoded into an Error (410 Gone: restart the watch).
   Error error_of() const;
 };
+
+// An event line longer than this ends the stream with an error (the API server's
+// objects are at most 1.5 MiB; an unending line must not grow the buffer forever).
+inline constexpr std::size_t max_watch_event_bytes = 16 * 1024 * 1024;
 
 class WatchDecoder {
  public:

@@ -117,6 +117,8 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   TransportOptions transport;
   transport.qps = common.qps;
   transport.burst = common.burst;
+  transport.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common.connect_timeout);
+  transport.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common.request_timeout);
   auto client = make_client(io.get_executor(), sources, transport);
   if (!client.ok()) {
     finish_loading(false);
@@ -163,6 +165,15 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   };
 
   states::CycleStart start = run_until_complete(io, states::begin_cycle(*(*client)->dynamic, resolver, options));
+  if (const ServerStatus server = (*client)->transport->server_status(); server.reachability == Reachability::down) {
+    // The first contact failed (retried once): one line, not one failure per state.
+    if (start.read_ahead) {
+      run_sync(io, start.read_ahead->finished());
+    }
+    loading.finish();
+    err << name << ": cannot reach the API server " << (*client)->config.server << ": " << server.reason << "\n";
+    return cli::exit_failed;
+  }
   spdlog::debug("timing: API server reached, kinds discovered, ApplySet parent read at {:.1f} ms", since_start());
   manifests::LoadResult loaded = finish_loading(start.read_ahead != nullptr);
   if (!discovery.loaded()) {

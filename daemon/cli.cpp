@@ -23,6 +23,22 @@
 namespace kstate::cli {
 namespace {
 
+// A Go-style duration flag (daemon/duration.hpp) of at least `minimum`.
+void add_duration_option(CLI::App& app, const std::string& name, kstate::daemon::Duration& value,
+                         kstate::daemon::Duration minimum, const std::string& description) {
+  app.add_option_function<std::string>(
+         name, [&value](const std::string& text) { value = kstate::daemon::parse_duration(text).value(); }, description)
+      ->check(CLI::Validator(
+          [minimum](std::string& text) -> std::string {
+            auto parsed = kstate::daemon::parse_duration(text);
+            if (!parsed) {
+              return parsed.error().message;
+            }
+            return *parsed < minimum ? "must be at least " + kstate::daemon::format_duration(minimum) : "";
+          },
+          "DURATION"));
+}
+
 void add_common_flags(CLI::App& app, CommonOptions& common) {
   app.add_option("--kubeconfig", common.kubeconfig, "Path to the kubeconfig file");
   app.add_option("--context", common.context, "Kubeconfig context to use");
@@ -52,6 +68,10 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
          "Kind/namespace/name, comma-separated")
       ->allow_extra_args(false);  // one value per flag: a path after it stays a path
   app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder");
+  add_duration_option(app, "--connect-timeout", common.connect_timeout, std::chrono::milliseconds(100),
+                      "Deadline for connecting to the API server, TLS handshake included (default 10s)");
+  add_duration_option(app, "--request-timeout", common.request_timeout, std::chrono::seconds(1),
+                      "Deadline for one request to the API server, its whole answer included (default 30s)");
   app.add_option("-v,--log-level", common.log_level, "Log level: trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
 }

@@ -42,6 +42,10 @@ struct CommonOptions {
   std::string applyset_namespace = "kube-system";
   std::string cache_dir;
   std::string log_level = "info";
+  // --connect-timeout: TCP connect and TLS handshake with the API server;
+  // --request-timeout: one request, its whole answer included.
+  kstate::daemon::Duration connect_timeout = std::chrono::seconds(10);
+  kstate::daemon::Duration request_timeout = std::chrono::seconds(30);
 };
 
 struct Invocation {

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <boost/asio/ip/address.hpp>
 #include <charconv>
 #include <fstream>
 #include <functional>
@@ -19,6 +20,7 @@
 namespace kstate::daemon {
 namespace {
 
+using namespace std::chrono_literals;
 using Setter = std::function<Status(DaemonConfig&, const std::string&)>;
 
 Error bad_value(std::string why) {
@@ -71,14 +73,19 @@ Setter bool_setter(std::function<bool&(DaemonConfig&)> field) {
   };
 }
 
-Setter duration_setter(std::function<Duration&(DaemonConfig&)> field, bool allow_zero) {
-  return [field, allow_zero](DaemonConfig& config, const std::string& value) -> Status {
+// A duration of at least `minimum` (a smaller value would busy-loop the daemon or
+// flood the API server: `resync-interval: 1ns`), or 0 when `zero_means` says what 0 does.
+Setter duration_setter(std::function<Duration&(DaemonConfig&)> field, Duration minimum,
+                       std::string_view zero_means = {}) {
+  return [field, minimum, zero_means](DaemonConfig& config, const std::string& value) -> Status {
     auto parsed = parse_duration(value);
     if (!parsed) {
       return parsed.error();
     }
-    if (!allow_zero && parsed->count() == 0) {
-      return bad_value("must be greater than 0");
+    const bool zero_allowed = !zero_means.empty();
+    if (*parsed < minimum && !(zero_allowed && parsed->count() == 0)) {
+      return bad_value("must be at least " + format_duration(minimum) +
+                       (zero_allowed ? " (or 0s: " + std::string(zero_means) + ")" : std::string()) + ", got " + value);
     }
     field(config) = *parsed;
     return ok_status();
@@ -160,18 +167,19 @@ const std::vector<KeyEntry>& key_table() {
         string_setter(&DaemonConfig::manifests_dir, false));
     add("kubeconfig", "Path to the kubeconfig file", string_setter(&DaemonConfig::kubeconfig, true));
     add("context", "Kubeconfig context to use", string_setter(&DaemonConfig::context, true));
-    add("resync-interval", "Full reconcile interval to correct drift (e.g. 5m)",
-        duration_setter([](DaemonConfig& c) -> Duration& { return c.resync_interval; }, false));
+    add("resync-interval", "Full reconcile interval to correct drift (e.g. 5m; at least 1s)",
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.resync_interval; }, 1s));
     add("retry-interval",
         "After a reconcile with failures, reconcile everything again this long after, doubling while failures "
-        "persist, up to resync-interval (e.g. 10s; 0s: wait for the next resync)",
-        duration_setter([](DaemonConfig& c) -> Duration& { return c.retry_interval; }, true));
-    add("debounce", "Quiet time after a file event before reconciling (e.g. 20ms)",
-        duration_setter([](DaemonConfig& c) -> Duration& { return c.debounce; }, true));
+        "persist, up to resync-interval (e.g. 10s, at least 100ms; 0s: wait for the next resync)",
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.retry_interval; }, 100ms,
+                        "wait for the next resync"));
+    add("debounce", "Quiet time after a file event before reconciling (e.g. 20ms; at least 1ms)",
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.debounce; }, 1ms));
     add("prune-delay",
-        "Quiet time after a file change that removed objects before they are pruned (e.g. 2s; 15 times this at "
-        "most while files keep changing; 0s: at once)",
-        duration_setter([](DaemonConfig& c) -> Duration& { return c.prune_delay; }, true));
+        "Quiet time after a file change that removed objects before they are pruned (e.g. 2s, at least 100ms; "
+        "15 times this at most while files keep changing; 0s: at once)",
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.prune_delay; }, 100ms, "at once"));
     add("concurrency", "States run in parallel", int_setter(&DaemonConfig::concurrency, 1, 1024));
     add("qps", "Requests per second sent to the API server", set_qps);
     add("burst", "Request burst above qps", int_setter(&DaemonConfig::burst, 1, 100000));
@@ -208,12 +216,20 @@ const std::vector<KeyEntry>& key_table() {
         name_setter([](DaemonConfig& c) -> std::string& { return c.leader_election.lease_namespace; },
                     &manifests::check_dns1123_label));
     add("leader-election.lease-duration", "How long non-leaders wait before taking over (client-go: 15s)",
-        duration_setter([](DaemonConfig& c) -> Duration& { return c.leader_election.lease_duration; }, false));
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.leader_election.lease_duration; }, 1s));
     add("leader-election.renew-deadline", "How long the leader retries renewing before giving up (10s)",
-        duration_setter([](DaemonConfig& c) -> Duration& { return c.leader_election.renew_deadline; }, false));
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.leader_election.renew_deadline; }, 100ms));
     add("leader-election.retry-period", "Interval between acquire/renew attempts (2s)",
-        duration_setter([](DaemonConfig& c) -> Duration& { return c.leader_election.retry_period; }, false));
-    add("listen-address", "host:port of /healthz, /readyz and /metrics", set_listen_address);
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.leader_election.retry_period; }, 100ms));
+    add("listen-address",
+        "host:port of /healthz, /readyz and /metrics (no authentication: a non-loopback address is warned about)",
+        set_listen_address);
+    add("connect-timeout",
+        "Deadline for connecting to the API server, TLS handshake included (e.g. 10s; at least 100ms)",
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.connect_timeout; }, 100ms));
+    add("request-timeout",
+        "Deadline for one request to the API server, its whole answer included (e.g. 30s; at least 1s)",
+        duration_setter([](DaemonConfig& c) -> Duration& { return c.request_timeout; }, 1s));
     add("cache-dir", "Discovery cache folder", string_setter(&DaemonConfig::cache_dir, false));
     add("state-dir", "Folder for the daemon's own state", string_setter(&DaemonConfig::state_dir, false));
     add("log.level", "Log level: trace, debug, info, warn, error, off", set_log_level);
@@ -332,6 +348,15 @@ Result<HostPort> parse_host_port(std::string_view address) {
   }
   out.port = static_cast<unsigned short>(port);
   return out;
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (host == "localhost") {
+    return true;
+  }
+  boost::system::error_code error;
+  const auto address = boost::asio::ip::make_address(std::string(host), error);
+  return !error && address.is_loopback();
 }
 
 Result<DaemonConfig> parse_config(std::string_view yaml_text, std::string_view source, DaemonConfig base) {

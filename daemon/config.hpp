@@ -60,6 +60,11 @@ struct DaemonConfig {
   std::set<std::string> adopt_objects;
   LeaderElectionConfig leader_election;
   std::string listen_address = "127.0.0.1:9842";
+  // TCP connect and TLS handshake with the API server (TransportOptions::connect_timeout),
+  // and one request's whole answer (request_timeout): a frozen server is noticed
+  // (/readyz, the log) within one request timeout.
+  Duration connect_timeout = std::chrono::seconds(10);
+  Duration request_timeout = std::chrono::seconds(30);
   std::string cache_dir = "/var/cache/kstate";
   std::string state_dir = "/var/lib/kstate";
   std::string log_level = "info";
@@ -110,6 +115,9 @@ struct HostPort {
   unsigned short port = 0;
 };
 Result<HostPort> parse_host_port(std::string_view address);
+// Whether a listen-address host only takes connections from this machine (127.0.0.0/8,
+// ::1, localhost). The endpoints have no authentication: the daemon warns otherwise.
+bool is_loopback_host(std::string_view host);
 
 std::string_view to_string(LogFormat format);
 

@@ -8,6 +8,7 @@
 #include "daemon/file_security.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/notifier.hpp"
+#include "daemon/process_limits.hpp"
 #include "daemon/resident_heap.hpp"
 
 namespace kstate::daemon {
@@ -46,6 +47,14 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
     }
   }
   tune_heap_for_daemon();
+  if (const OpenFileLimit files = raise_open_file_limit(); !files.error.empty()) {
+    spdlog::warn("cannot raise the open-file limit ({}): {}", files.before, files.error);
+  } else if (files.after != files.before) {
+    spdlog::debug("open-file limit raised from {} to {}", files.before, files.after);
+  }
+  if (const std::string problem = forbid_core_dumps(); !problem.empty()) {
+    spdlog::warn("core dumps could not be turned off: {}", problem);
+  }
   boost::asio::io_context io;
   MetricsRegistry registry;
   DaemonMetrics metrics(registry);

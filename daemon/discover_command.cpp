@@ -145,6 +145,8 @@ int run_discover_command(const cli::Invocation& invocation, std::ostream& out, s
   TransportOptions transport_options;
   transport_options.qps = common.qps;
   transport_options.burst = common.burst;
+  transport_options.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common.connect_timeout);
+  transport_options.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common.request_timeout);
   auto client = make_client(io.get_executor(), sources, transport_options);
   if (!client) {
     err << "kstate discover: " << client.error().message << "\n";

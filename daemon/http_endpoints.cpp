@@ -1,6 +1,7 @@
 // Beast server with C++20 coroutines. Every read and write has a deadline (a client
-// that connects and sends nothing cannot hold a connection open), request bodies are
-// capped, and stop() closes every connection so shutdown is not held up by a scraper.
+// that connects and sends nothing cannot hold a connection open), connections are
+// capped, request bodies too, accept() failures back off, and stop() closes every
+// connection so shutdown is not held up by a scraper.
 #include <utility>
 // (Boost 1.74's awaitable.hpp needs <utility> first.)
 #include <spdlog/spdlog.h>
@@ -9,12 +10,13 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <set>
+#include <map>
 
 #include "daemon/http_endpoints.hpp"
 
@@ -26,7 +28,6 @@ using tcp = boost::asio::ip::tcp;
 
 namespace {
 
-constexpr auto io_deadline = std::chrono::seconds(10);
 constexpr std::size_t max_request_body = 16 * 1024;
 
 std::string_view path_of(std::string_view target) {
@@ -56,46 +57,125 @@ HttpResponse route_endpoint(std::string_view method, std::string_view target, co
   return {200, std::string(prometheus_content_type), metrics.render()};
 }
 
+bool LogThrottle::should_log(Clock::time_point now, std::uint64_t& held_back) {
+  if (logged_ && now - last_ < interval_) {
+    ++held_back_;
+    return false;
+  }
+  logged_ = true;
+  last_ = now;
+  held_back = std::exchange(held_back_, 0);
+  return true;
+}
+
 struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
-  State(asio::any_io_executor executor_, Handler handler_)
-      : executor(std::move(executor_)), acceptor(executor), handler(std::move(handler_)) {}
+  State(asio::any_io_executor executor_, Handler handler_, HttpServerOptions options_)
+      : executor(std::move(executor_)),
+        acceptor(executor),
+        handler(std::move(handler_)),
+        options(options_),
+        failure_log(options.failure_log_interval),
+        pause(executor) {}
+
+  struct Connection {
+    explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
+    beast::tcp_stream stream;
+    bool waiting = true;  // for (the rest of) a request, not writing an answer
+  };
 
   asio::any_io_executor executor;
   tcp::acceptor acceptor;
   Handler handler;
-  std::set<std::shared_ptr<beast::tcp_stream>> connections;
+  HttpServerOptions options;
+  LogThrottle failure_log;
+  asio::steady_timer pause;  // the accept loop's backoff after a failure
+  HttpServerStats counts;
+  // Open connections by arrival: the oldest waiting one makes room under the cap.
+  std::map<std::uint64_t, std::shared_ptr<Connection>> connections;
+  std::uint64_t next_id = 0;
   bool stopped = false;
 
-  asio::awaitable<void> accept_loop() {
-    auto self = shared_from_this();
-    while (!stopped) {
-      boost::system::error_code ec;
-      tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) {
-        if (ec == asio::error::operation_aborted || stopped) {
-          co_return;
-        }
-        spdlog::warn("http: accept failed: {}", ec.message());
-        continue;
+  static void close(Connection& connection) {
+    boost::system::error_code ignored;
+    connection.stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    connection.stream.socket().close(ignored);  // frees the descriptor now
+  }
+
+  // At the cap: closes the oldest connection that waits for a request. False when
+  // every connection is busy answering (the new one is then turned away).
+  bool make_room() {
+    for (auto& [id, connection] : connections) {
+      if (connection->waiting && connection->stream.socket().is_open()) {
+        close(*connection);
+        ++counts.evicted;
+        return true;
       }
-      auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
-      connections.insert(stream);
-      asio::co_spawn(executor, serve(stream), asio::detached);
+    }
+    return false;
+  }
+
+  void accept_failed(const boost::system::error_code& ec) {
+    ++counts.accept_failures;
+    std::uint64_t held_back = 0;
+    if (failure_log.should_log(LogThrottle::Clock::now(), held_back)) {
+      ++counts.failures_logged;
+      if (held_back > 0) {
+        spdlog::warn("http: accept failed: {} ({} more failures since the last report; retrying with backoff)",
+                     ec.message(), held_back);
+      } else {
+        spdlog::warn("http: accept failed: {} (retrying with backoff)", ec.message());
+      }
     }
   }
 
-  asio::awaitable<void> serve(std::shared_ptr<beast::tcp_stream> stream) {
+  asio::awaitable<void> accept_loop() {
     auto self = shared_from_this();
+    auto backoff = options.accept_backoff_initial;
+    while (!stopped) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (stopped || ec == asio::error::operation_aborted) {
+        co_return;
+      }
+      if (ec) {
+        // Out of file descriptors, typically: the connection stays queued and accept()
+        // would fail again at once. Wait, so that this loop does not spin.
+        accept_failed(ec);
+        pause.expires_after(backoff);
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        backoff = std::min(backoff * 2, options.accept_backoff_max);
+        continue;
+      }
+      backoff = options.accept_backoff_initial;
+      ++counts.accepted;
+      if (connections.size() >= options.max_connections && !make_room()) {
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        continue;
+      }
+      auto connection = std::make_shared<Connection>(std::move(socket));
+      const std::uint64_t id = next_id++;
+      connections.emplace(id, connection);
+      asio::co_spawn(executor, serve(id, connection), asio::detached);
+    }
+  }
+
+  asio::awaitable<void> serve(std::uint64_t id, std::shared_ptr<Connection> connection) {
+    auto self = shared_from_this();
+    auto& stream = connection->stream;
     beast::flat_buffer buffer;
     for (;;) {
       boost::system::error_code ec;
       http::request_parser<http::string_body> parser;
       parser.body_limit(max_request_body);
-      stream->expires_after(io_deadline);
-      co_await http::async_read(*stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+      connection->waiting = true;
+      stream.expires_after(options.request_timeout);
+      co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
-        break;  // closed, timed out, or malformed: nothing to answer
+        counts.timed_out += ec == beast::error::timeout ? 1 : 0;
+        break;  // closed, timed out, evicted or malformed: nothing to answer
       }
+      connection->waiting = false;
       const auto& request = parser.get();
       HttpResponse answer = handler(std::string_view(request.method_string().data(), request.method_string().size()),
                                     std::string_view(request.target().data(), request.target().size()));
@@ -109,29 +189,33 @@ struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
         response.body() = std::move(answer.body);
         response.prepare_payload();
       }
-      stream->expires_after(io_deadline);
+      stream.expires_after(options.request_timeout);
       http::serializer<false, http::string_body> serializer(response);
       if (request.method() == http::verb::head) {
-        co_await http::async_write_header(*stream, serializer, asio::redirect_error(asio::use_awaitable, ec));
+        co_await http::async_write_header(stream, serializer, asio::redirect_error(asio::use_awaitable, ec));
       } else {
-        co_await http::async_write(*stream, serializer, asio::redirect_error(asio::use_awaitable, ec));
+        co_await http::async_write(stream, serializer, asio::redirect_error(asio::use_awaitable, ec));
       }
       if (ec || !response.keep_alive() || stopped) {
         break;
       }
     }
-    boost::system::error_code ignored;
-    stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream->close();
-    connections.erase(stream);
+    close(*connection);
+    connections.erase(id);
   }
 };
 
-HttpServer::HttpServer(asio::any_io_executor executor, Handler handler)
-    : state_(std::make_shared<State>(std::move(executor), std::move(handler))) {}
+HttpServer::HttpServer(asio::any_io_executor executor, Handler handler, HttpServerOptions options)
+    : state_(std::make_shared<State>(std::move(executor), std::move(handler), options)) {}
 
 HttpServer::~HttpServer() {
   stop();
+}
+
+HttpServerStats HttpServer::stats() const {
+  HttpServerStats stats = state_->counts;
+  stats.open = state_->connections.size();
+  return stats;
 }
 
 Result<unsigned short> HttpServer::listen(const std::string& host, unsigned short port) {
@@ -166,9 +250,10 @@ void HttpServer::stop() {
   state_->stopped = true;
   boost::system::error_code ignored;
   state_->acceptor.close(ignored);
-  for (const auto& connection : state_->connections) {
-    connection->socket().shutdown(tcp::socket::shutdown_both, ignored);
-    connection->cancel();
+  state_->pause.cancel();
+  for (const auto& [id, connection] : state_->connections) {
+    connection->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    connection->stream.cancel();
   }
 }
 

@@ -1,5 +1,8 @@
 // spdlog set-up. The JSON formatter writes through RapidJSON's Writer so that messages
-// with quotes, newlines or control characters still produce one valid object per line.
+// with quotes, newlines or control characters still produce one valid object per line;
+// the text format escapes control characters (untrusted_text.hpp), so that a message
+// holding text from elsewhere (a server's error, a file name) is one line and cannot
+// forge another or send escape sequences to a terminal.
 #include "daemon/logging.hpp"
 
 #include <rapidjson/stringbuffer.h>
@@ -10,9 +13,24 @@
 
 #include <chrono>
 #include <ctime>
+#include <limits>
+
+#include "core/untrusted_text.hpp"
 
 namespace kstate::daemon {
 namespace {
+
+// %* in a pattern: the message with control characters escaped, never cut (the
+// messages kstate logs cap what they quote themselves).
+class EscapedMessage final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& message, const std::tm& /*time*/, spdlog::memory_buf_t& dest) override {
+    const std::string_view payload(message.payload.data(), message.payload.size());
+    const std::string escaped = printable(payload, std::numeric_limits<std::size_t>::max());
+    dest.append(escaped.data(), escaped.data() + escaped.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessage>(); }
+};
 
 class JsonFormatter final : public spdlog::formatter {
  public:
@@ -68,7 +86,9 @@ Status setup_logging(std::string_view level, LogFormat format, std::shared_ptr<s
     logger->set_formatter(std::make_unique<JsonFormatter>());
   } else {
     // journald stamps lines itself, but a terminal or a file needs the time.
-    logger->set_formatter(std::make_unique<spdlog::pattern_formatter>("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v"));
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<EscapedMessage>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %*");
+    logger->set_formatter(std::move(formatter));
   }
   logger->set_level(parsed_level);
   logger->flush_on(spdlog::level::warn);

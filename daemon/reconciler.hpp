@@ -82,6 +82,11 @@ class Reconciler {
   // Leader election: writes to the cluster are sent only while `may_write()` is true;
   // it is asked before every request, so losing the lease stops writes at once.
   virtual void set_write_gate(std::function<bool()> /*may_write*/) {}
+
+  // Why the API server does not answer right now, as the requests in flight find it
+  // ("" when it answers or nothing is known): /readyz says so between cycles, so a
+  // server that froze is noticed within one request deadline.
+  virtual std::string api_server_problem() const { return {}; }
 };
 
 }  // namespace kstate::daemon

@@ -178,6 +178,19 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
 
   void wake_up() { wake.cancel(); }
 
+  // /readyz between cycles: what the last cycle found, unless the requests since found
+  // the API server gone (a frozen server is noticed within one request deadline).
+  ProbeState live_probes() const {
+    ProbeState live = probes;
+    if (live.ready) {
+      if (std::string problem = reconciler.api_server_problem(); !problem.empty()) {
+        live.ready = false;
+        live.not_ready_reason = "API server unreachable: " + problem;
+      }
+    }
+    return live;
+  }
+
   // --- set-up -------------------------------------------------------------------------
 
   Status start_http() {
@@ -186,7 +199,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       return address.error();
     }
     http = std::make_unique<HttpServer>(io.get_executor(), [this](std::string_view method, std::string_view target) {
-      return route_endpoint(method, target, probes, registry);
+      const ProbeState live = live_probes();
+      metrics.ready.set({}, live.ready ? 1 : 0);  // kstate_ready says what /readyz says
+      return route_endpoint(method, target, live, registry);
     });
     auto port = http->listen(address->host, address->port);
     if (!port) {
@@ -194,6 +209,12 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     }
     bound_port = *port;
     spdlog::info("serving /healthz, /readyz and /metrics on {}:{}", address->host, *port);
+    if (!is_loopback_host(address->host)) {
+      spdlog::warn(
+          "listen-address {} is not a loopback address: /metrics and the probes answer anyone who can reach "
+          "it, without authentication",
+          config.listen_address);
+    }
     return ok_status();
   }
 

@@ -285,7 +285,8 @@ void StatesReconciler::prepare_for_cycle() {
 Status StatesReconciler::reconfigure(const DaemonConfig& config) {
   const bool reconnect = config.kubeconfig != config_.kubeconfig || config.context != config_.context ||
                          config.qps != config_.qps || config.burst != config_.burst ||
-                         config.cache_dir != config_.cache_dir;
+                         config.cache_dir != config_.cache_dir || config.connect_timeout != config_.connect_timeout ||
+                         config.request_timeout != config_.request_timeout;
   const bool rescan = config.manifests_dir != config_.manifests_dir;
   config_ = config;
   if (reconnect) {
@@ -297,6 +298,7 @@ Status StatesReconciler::reconfigure(const DaemonConfig& config) {
     client_.reset();
     api_answered_ = false;
     counted_ = TransportStats{};
+    logged_reachability_ = Reachability::unknown;
   }
   if (rescan) {
     files_.clear();
@@ -315,6 +317,9 @@ Status StatesReconciler::connect() {
   TransportOptions transport;
   transport.qps = config_.qps;
   transport.burst = config_.burst;
+  transport.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config_.connect_timeout);
+  transport.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config_.request_timeout);
+  transport.on_server_status = [this](const ServerStatus& status) { log_server_status(status); };
   auto client = make_client(io_.get_executor(), sources, transport);
   if (!client) {
     return client.error();
@@ -331,6 +336,38 @@ Status StatesReconciler::connect() {
   resolver_ = std::make_unique<states::DiscoveryResolver>(*discovery_);
   counted_ = TransportStats{};
   return ok_status();
+}
+
+void StatesReconciler::log_server_status(const ServerStatus& status) {
+  const Reachability before = std::exchange(logged_reachability_, status.reachability);
+  const std::string& server = client_ ? client_->config.server : config_.kubeconfig;
+  switch (status.reachability) {
+    case Reachability::not_answering:
+      spdlog::warn("API server {} is not answering: {}", server, status.reason);
+      break;
+    case Reachability::down:
+      spdlog::warn("API server {} is unreachable: {}; requests fail at once until it answers again", server,
+                   status.reason);
+      break;
+    case Reachability::answering:
+      if (before == Reachability::not_answering || before == Reachability::down) {
+        spdlog::info("API server {} answers again", server);
+      }
+      break;
+    case Reachability::unknown:
+      break;
+  }
+}
+
+std::string StatesReconciler::api_server_problem() const {
+  if (!client_) {
+    return {};
+  }
+  const ServerStatus status = client_->transport->server_status();
+  if (status.reachability != Reachability::not_answering && status.reachability != Reachability::down) {
+    return {};
+  }
+  return client_->config.server + " " + to_string(status.reachability) + ": " + status.reason;
 }
 
 void StatesReconciler::count_requests() {
@@ -401,6 +438,7 @@ bool StatesReconciler::refresh_file(const std::string& path, Listed listed) {
   }
   manifests::LoadOptions options;
   options.check_references = false;
+  options.quotable_paths = {config_.manifests_dir};
   // Taken before the loader reads: a write during or after its read has a later ctime,
   // so the fingerprints below (taken after it) are not trusted (see file_fingerprint.hpp).
   const auto read_at = now_();

@@ -56,6 +56,7 @@ class StatesReconciler : public Reconciler {
   void request_stop() override { stopping_ = true; }
   Result<std::unique_ptr<AsyncLeaseStore>> lease_store(const LeaderElectionConfig& config) override;
   void set_write_gate(std::function<bool()> may_write) override { may_write_ = std::move(may_write); }
+  std::string api_server_problem() const override;
 
   // Free memory goes back to the system once no cycle has run for `delay` (1 s), not
   // right after each cycle: the next cycle of a burst (a `git pull`, an editor's
@@ -117,12 +118,15 @@ class StatesReconciler : public Reconciler {
   boost::asio::awaitable<Result<Response>> probe_version(bool retry);
   // After a cycle: (re)starts the wait before memory is released (set_memory_release).
   void release_memory_when_quiet();
+  // Logs a change of the API server's reachability (the transport's ServerStatus).
+  void log_server_status(const ServerStatus& status);
 
   boost::asio::io_context& io_;
   DaemonConfig config_;
   DaemonMetrics& metrics_;
   bool stopping_ = false;
-  bool api_answered_ = false;  // the last cycle reached the API server
+  bool api_answered_ = false;                                 // the last cycle reached the API server
+  Reachability logged_reachability_ = Reachability::unknown;  // what log_server_status said last
   // Files of the manifests folder that existed at the last full scan.
   bool manifests_listed_ = false;
   std::size_t managed_objects_ = 0;  // as of the last cycle

@@ -12,8 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/encoding.hpp"
 #include "core/json.hpp"
@@ -100,6 +98,44 @@ std::optional<std::vector<ApiResource>> read_resources(const json::Value& docume
   }
   return out;
 }
+
+// A cache entry decides where objects are sent (a planted entry mapping ConfigMap to
+// `secrets` sends ConfigMaps' data to the Secret endpoint), so only files and folders
+// that nobody else could have written are trusted: owned by this user (or root), not
+// writable by group or others. The checksum only catches corruption; an attacker
+// recomputes it. `stat` follows symbolic links; the file itself must not be one.
+Status check_private(const fs::path& path, bool is_file) {
+  struct stat status {};
+  if ((is_file ? ::lstat(path.c_str(), &status) : ::stat(path.c_str(), &status)) != 0) {
+    return Error(errno == ENOENT ? ErrorKind::not_found : ErrorKind::io,
+                 "cannot stat " + path.string() + ": " + std::strerror(errno));
+  }
+  if (is_file && !S_ISREG(status.st_mode)) {
+    return Error(ErrorKind::forbidden, path.string() + " is not a regular file");
+  }
+  if (status.st_uid != ::geteuid() && status.st_uid != 0) {
+    return Error(ErrorKind::forbidden,
+                 path.string() + " is owned by another user (uid " + std::to_string(status.st_uid) + ")");
+  }
+  if ((status.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Error(ErrorKind::forbidden, path.string() + " is writable by group or others");
+  }
+  return ok_status();
+}
+
+// The folders of a cache file that must be private: <cache-dir>/discovery/<host>/file.
+Status check_cache_folders(const fs::path& file) {
+  fs::path folder = file.parent_path();
+  for (int level = 0; level < 3 && !folder.empty(); ++level, folder = folder.parent_path()) {
+    if (auto checked = check_private(folder, false); !checked) {
+      return checked;
+    }
+  }
+  return ok_status();
+}
+
+// Discovery documents of a big cluster (hundreds of CRDs) take a few MB.
+constexpr std::uintmax_t max_cache_bytes = 64 * 1024 * 1024;
 
 // mkdir -p with mode 0700 for every folder it creates.
 Status make_private_directories(const fs::path& folder) {
@@ -198,13 +234,37 @@ Result<CacheEntry> parse_cache_entry(std::string_view text) {
 }
 
 Result<CacheEntry> read_cache(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  if (auto checked = check_private(file, true); !checked) {
+    if (checked.error().kind == ErrorKind::not_found) {
+      return Error(ErrorKind::not_found, "no discovery cache at " + file);
+    }
+    return Error(checked.error().kind, "not trusted: " + checked.error().message);
+  }
+  if (auto checked = check_cache_folders(file); !checked) {
+    return Error(checked.error().kind, "not trusted: " + checked.error().message);
+  }
+  std::error_code size_error;
+  if (fs::file_size(file, size_error) > max_cache_bytes && !size_error) {
+    return Error(ErrorKind::io, "larger than " + std::to_string(max_cache_bytes / (1024 * 1024)) + " MiB");
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
     return Error(ErrorKind::not_found, "no discovery cache at " + file);
   }
-  std::ostringstream content;
-  content << in.rdbuf();
-  return parse_cache_entry(content.str());
+  std::string content;
+  char chunk[64 * 1024];
+  for (;;) {
+    const auto count = ::read(fd, chunk, sizeof chunk);
+    if (count < 0 && errno == EINTR) {
+      continue;
+    }
+    if (count <= 0 || content.size() + static_cast<std::size_t>(count) > max_cache_bytes) {
+      break;
+    }
+    content.append(chunk, static_cast<std::size_t>(count));
+  }
+  ::close(fd);
+  return parse_cache_entry(content);
 }
 
 Status write_cache(const std::string& file, const CacheEntry& entry) {
@@ -212,8 +272,14 @@ Status write_cache(const std::string& file, const CacheEntry& entry) {
   if (auto made = make_private_directories(path.parent_path()); !made) {
     return made;
   }
+  // Never into a folder someone else controls (they could swap the file afterwards, or
+  // have left a link where the temporary file goes).
+  if (auto checked = check_cache_folders(path); !checked) {
+    return Error(checked.error().kind, "not written: " + checked.error().message);
+  }
   std::string temporary = file + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ::unlink(temporary.c_str());  // a leftover of an earlier run with the same pid
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     return Error(ErrorKind::io, "cannot write " + temporary + ": " + std::strerror(errno));
   }

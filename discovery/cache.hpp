@@ -2,7 +2,10 @@
 // <cache-dir>/discovery/<host_port>/kstate-discovery.json (cache-dir defaults to
 // ~/.kube/cache, like kubectl's). Directories are created 0700 and files 0600, written
 // atomically (temporary file + rename) and prefixed with a SHA-256 checksum so a
-// truncated or corrupt entry is ignored rather than trusted.
+// truncated or corrupt entry is ignored rather than trusted. A file, or one of its
+// three folders up to <cache-dir>, owned by another user (root excepted) or writable
+// by group or others is neither read nor written (ErrorKind::forbidden, "not trusted"):
+// a planted entry could send objects to the wrong endpoint.
 #pragma once
 
 #include <chrono>

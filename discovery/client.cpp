@@ -32,7 +32,7 @@ boost::asio::awaitable<Status> DiscoveryClient::load() {
     if (entry && entry->server == server_url_) {
       cached = std::move(entry.value());
     } else if (!entry && entry.error().kind != ErrorKind::not_found) {
-      spdlog::info("discovery: ignoring the cache {}: {}", cache_file_, entry.error().message);
+      spdlog::warn("discovery: ignoring the cache {}: {}", cache_file_, entry.error().message);
     }
   }
   if (cached && now() - cached->fetched_at < options_.ttl && now() >= cached->fetched_at) {

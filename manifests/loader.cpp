@@ -391,8 +391,35 @@ class Loader {
   }
 
   void error(const SourcePosition& position, const std::string& id, std::string message) {
-    result_.errors.push_back({position, id, std::move(message)});
+    if (!quotable(position.file)) {
+      message =
+          "its content is not shown: the file is outside the manifests folder (it is " + real_path(position.file) + ")";
+      result_.errors.push_back({position, {}, std::move(message)});
+    } else {
+      result_.errors.push_back({position, id, std::move(message)});
+    }
     result_.failed_files.insert(position.file);
+  }
+
+  static std::string real_path(const std::string& path) {
+    std::error_code error;
+    fs::path canonical = fs::canonical(path, error);
+    return error ? path : canonical.string();
+  }
+
+  // Whether errors may quote this file's content (LoadOptions::quotable_paths).
+  bool quotable(const std::string& path) const {
+    if (options_.quotable_paths.empty()) {
+      return true;
+    }
+    const std::string real = real_path(path);
+    for (const auto& allowed : options_.quotable_paths) {
+      const std::string root = real_path(allowed);
+      if (real == root || (real.starts_with(root) && (root.ends_with('/') || real[root.size()] == '/'))) {
+        return true;
+      }
+    }
+    return false;
   }
   void error(const std::string& file, TextPosition at, const std::string& id, std::string message) {
     error(SourcePosition{file, at.line, at.column}, id, std::move(message));
@@ -1242,6 +1269,9 @@ BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const Load
                                const std::function<void()>& on_thread_start)
     : shared_(std::make_shared<Shared>()) {
   shared_->options = options;
+  if (shared_->options.quotable_paths.empty()) {
+    shared_->options.quotable_paths = paths;  // the folders and files given
+  }
   shared_->files = list_manifest_files(paths, shared_->walk_errors);
   shared_->per_file.resize(shared_->files.size());
   std::size_t count = std::min(static_cast<std::size_t>(std::max(threads, 0)), shared_->files.size());

@@ -108,6 +108,13 @@ struct LoadOptions {
   // Threads load_paths loads files on, the calling one included (0: one per CPU). The
   // result does not depend on it.
   int threads = 0;
+  // Where the manifests are: files and folders whose content errors may quote. An
+  // error in a file whose real path (symbolic links resolved) lies outside all of them
+  // (a link in the folder to /etc/shadow, a `source:` of a file elsewhere) keeps its
+  // position but not its message or state ID, which could quote the file's content:
+  // "its content is not shown: the file is outside the manifests folder". Empty:
+  // load_paths uses the paths it is given; load_file and load_text quote everything.
+  std::vector<std::string> quotable_paths;
 };
 
 struct LoadResult {

@@ -257,6 +257,12 @@ class TreeBuilder {
   bool handle(const yaml_event_t& event) {
     switch (event.type) {
       case YAML_DOCUMENT_START_EVENT:
+        if (++file_documents_ > limits_.max_documents_per_file) {
+          errors_.push_back({to_position(event.start_mark), "the file holds more than " +
+                                                                std::to_string(limits_.max_documents_per_file) +
+                                                                " documents (max_documents_per_file); split it"});
+          return false;
+        }
         current_ = Built{};
         current_.arena = std::make_shared<YamlNodeArena>();
         // The documents of one file tend to be alike: sized like the previous one, the
@@ -333,7 +339,13 @@ class TreeBuilder {
     }
   }
 
+  // Called once before each node is added.
   bool check_size(const yaml_mark_t& mark, std::size_t extra) {
+    if (++file_nodes_ > limits_.max_nodes_per_file) {
+      errors_.push_back({to_position(mark), "the file holds more than " + std::to_string(limits_.max_nodes_per_file) +
+                                                " YAML nodes (max_nodes_per_file); split it"});
+      return false;
+    }
     if (mark.index + extra - document_start_offset_ > limits_.max_document_bytes) {
       errors_.push_back({to_position(mark), "document is larger than the limit of " +
                                                 std::to_string(limits_.max_document_bytes) +
@@ -402,6 +414,10 @@ class TreeBuilder {
   std::size_t previous_nodes_ = 0;
   std::size_t previous_text_ = 0;
   std::unordered_map<std::string, int> anchors_;
+  std::size_t file_documents_ = 0;
+
+ public:
+  std::size_t file_nodes_ = 0;  // so far; the converter adds what aliases materialise
 };
 
 // ---------------------------------------------------------------------------------
@@ -810,7 +826,9 @@ std::string format_float_key(double value) {
 // later entries override earlier ones, are first gathered into scratch values.
 class Converter {
  public:
-  Converter(YamlNodeArena& arena, const YamlLimits& limits) : arena_(arena), limits_(limits) {
+  // `file_nodes`: the file's nodes so far, parsed and materialised (max_nodes_per_file).
+  Converter(YamlNodeArena& arena, const YamlLimits& limits, std::size_t& file_nodes)
+      : arena_(arena), limits_(limits), file_nodes_(file_nodes) {
     in_progress_.assign(arena.nodes.size(), false);
   }
 
@@ -872,10 +890,18 @@ class Converter {
   }
 
   void count_node() {
-    if (expanding_ > 0 && ++expanded_nodes_ > limits_.max_alias_expanded_nodes) {
+    if (expanding_ == 0) {
+      return;  // (a parsed node: counted by the tree builder)
+    }
+    if (++expanded_nodes_ > limits_.max_alias_expanded_nodes) {
       throw ConversionError(expansion_position_, "aliases expand to more than " +
                                                      std::to_string(limits_.max_alias_expanded_nodes) +
                                                      " nodes (max_alias_expanded_nodes)");
+    }
+    if (++file_nodes_ > limits_.max_nodes_per_file) {
+      throw ConversionError(expansion_position_, "with what aliases expand to, the file holds more than " +
+                                                     std::to_string(limits_.max_nodes_per_file) +
+                                                     " nodes (max_nodes_per_file); split it");
     }
   }
 
@@ -1222,6 +1248,7 @@ class Converter {
 
   YamlNodeArena& arena_;
   const YamlLimits& limits_;
+  std::size_t& file_nodes_;
   Handler* out_ = nullptr;
   std::vector<bool> in_progress_;
   std::vector<std::string_view> keys_;
@@ -1314,7 +1341,7 @@ YamlStream parse_yaml_documents(std::string_view text, const YamlLimits& limits)
       continue;
     }
     try {
-      Converter converter(*built.arena, limits);
+      Converter converter(*built.arena, limits, builder.file_nodes_);
       converter.convert(built.root, document.json);
     } catch (const ConversionError& error) {
       stream.errors.push_back({error.position(), error.message()});

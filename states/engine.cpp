@@ -1605,16 +1605,21 @@ struct Engine::Impl {
       co_return;
     }
     if (options.test_mode && slot.takeover) {
-      // The dry-run apply could not see the takeover: remove what the real apply would.
-      std::vector<const json::Value*> others;
-      for (const auto& entry : slot.takeover->managed_fields.GetArray()) {
-        if (string_at(entry, {"manager"}) != options.field_manager || string_at(entry, {"operation"}) != "Apply") {
-          others.push_back(json::find(entry, "fieldsV1"));
-        }
-      }
-      remove_released_fields(*written, slot.takeover->owned_fields, desired, others);
+      remove_what_takeover_releases(*slot.takeover, *written, desired);
     }
     co_await report_write(index, *live, *written);
+  }
+
+  // Test mode: the dry-run apply could not see a takeover that was not made, so what
+  // the real apply would remove after it is removed from its answer here.
+  void remove_what_takeover_releases(const TakeoverPlan& plan, json::Value& answer, const json::Value& desired) const {
+    std::vector<const json::Value*> others;
+    for (const auto& entry : plan.managed_fields.GetArray()) {
+      if (string_at(entry, {"manager"}) != options.field_manager || string_at(entry, {"operation"}) != "Apply") {
+        others.push_back(json::find(entry, "fieldsV1"));
+      }
+    }
+    remove_released_fields(answer, plan.owned_fields, desired, others);
   }
 
   static bool has_last_applied(const json::Value& object) {
@@ -1624,8 +1629,8 @@ struct Engine::Impl {
   // Moves the fields of the managers kstate takes over into its own Apply entry (one
   // JSON patch of managedFields, which fails if the object changed since it was read:
   // then read again). `live` is used when it was read with its managedFields (on its
-  // own: it may have none); objects from a LIST are read again. Test mode only reads, and keeps the plan
-  // for the diff.
+  // own: it may have none); objects from a LIST are read again. Test mode only reads,
+  // and keeps the plan for the diff.
   asio::awaitable<Status> take_over(std::size_t index, const json::Value& live) {
     Slot& slot = slots[index];
     constexpr int attempts = 3;

@@ -110,6 +110,8 @@ leader-election:
   renew-deadline: 20s
   retry-period: 4s
 listen-address: "[::1]:9000"
+connect-timeout: 3s
+request-timeout: 45s
 cache-dir: /tmp/cache
 state-dir: /tmp/state
 log:
@@ -140,6 +142,8 @@ check-manifest-permissions: false
   CHECK(config->leader_election.renew_deadline == 20s);
   CHECK(config->leader_election.retry_period == 4s);
   CHECK(config->listen_address == "[::1]:9000");
+  CHECK(config->connect_timeout == 3s);
+  CHECK(config->request_timeout == 45s);
   CHECK(config->cache_dir == "/tmp/cache");
   CHECK(config->state_dir == "/tmp/state");
   CHECK(config->log_level == "debug");
@@ -157,7 +161,7 @@ TEST_CASE("unknown keys and bad values are errors naming the key and file:line")
       {"leader-election:\n  enabled: true\n  lease-time: 3s\n",
        "config.yaml:3: leader-election.lease-time: unknown key"},
       {"debounce: 300\n", "config.yaml:1: debounce: invalid duration \"300\""},
-      {"resync-interval: 0s\n", "config.yaml:1: resync-interval: must be greater than 0"},
+      {"resync-interval: 0s\n", "config.yaml:1: resync-interval: must be at least 1s, got 0s"},
       {"concurrency: many\n", "config.yaml:1: concurrency: expected an integer"},
       {"concurrency: 0\n", "config.yaml:1: concurrency: must be between 1 and 1024"},
       {"qps: -1\n", "config.yaml:1: qps: must be greater than 0"},
@@ -186,6 +190,55 @@ TEST_CASE("unknown keys and bad values are errors naming the key and file:line")
     REQUIRE_FALSE(config.ok());
     CHECK(config.error().kind == kstate::ErrorKind::invalid_input);
     CHECK_THAT(config.error().message, Catch::Contains(c.expected));
+  }
+}
+
+TEST_CASE("durations below their minimum are refused: no busy loop from resync-interval 1ns") {
+  struct Case {
+    const char* key;
+    const char* value;
+    const char* expected;  // "" when accepted
+  };
+  const Case cases[] = {
+      {"resync-interval", "1ns", "resync-interval: must be at least 1s, got 1ns"},
+      {"resync-interval", "999ms", "must be at least 1s"},
+      {"resync-interval", "1s", ""},
+      {"debounce", "0s", "debounce: must be at least 1ms, got 0s"},
+      {"debounce", "999us", "must be at least 1ms"},
+      {"debounce", "1ms", ""},
+      {"retry-interval", "10ms", "retry-interval: must be at least 100ms (or 0s: wait for the next resync), got 10ms"},
+      {"retry-interval", "0s", ""},
+      {"prune-delay", "1ns", "prune-delay: must be at least 100ms (or 0s: at once), got 1ns"},
+      {"prune-delay", "0s", ""},
+      {"connect-timeout", "1ms", "connect-timeout: must be at least 100ms, got 1ms"},
+      {"connect-timeout", "0s", "must be at least 100ms"},
+      {"connect-timeout", "500ms", ""},
+      {"request-timeout", "100ms", "request-timeout: must be at least 1s, got 100ms"},
+      {"request-timeout", "1s", ""},
+      {"leader-election.retry-period", "1ms", "must be at least 100ms"},
+      {"leader-election.lease-duration", "500ms", "must be at least 1s"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.key << ": " << c.value);
+    auto from_flag = kstate::daemon::apply_overrides(DaemonConfig{}, {{c.key, c.value}});
+    if (std::string_view(c.expected).empty()) {
+      CHECK(from_flag.ok());
+      continue;
+    }
+    REQUIRE_FALSE(from_flag.ok());
+    CHECK_THAT(from_flag.error().message, Catch::Contains(c.expected));
+  }
+}
+
+TEST_CASE("loopback listen addresses are told from the others (the daemon warns about the others)") {
+  using kstate::daemon::is_loopback_host;
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
+    INFO(host);
+    CHECK(is_loopback_host(host));
+  }
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.1", "192.168.1.10", "example.com", ""}) {
+    INFO(host);
+    CHECK_FALSE(is_loopback_host(host));
   }
 }
 

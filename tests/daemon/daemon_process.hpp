@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,9 +88,10 @@ struct Daemon {
   }
   std::string config_path;
 
-  void start() {
-    process = BackgroundProcess(
-        {"/bin/sh", "-c", "exec \"$0\" daemon --config \"$1\" 2>\"$2\"", KSTATE_BINARY, config_path, log.string()});
+  // `wrapper`: a command that runs the daemon in the same process (e.g. "prlimit --nofile=1024:4096").
+  void start(const std::string& wrapper = "") {
+    process = BackgroundProcess({"/bin/sh", "-c", "exec " + wrapper + " \"$0\" daemon --config \"$1\" 2>\"$2\"",
+                                 KSTATE_BINARY, config_path, log.string()});
   }
 
   // Waits for a notification containing `needle`; every one received is kept.
@@ -136,6 +138,20 @@ struct Daemon {
       }
     }
     return -1;
+  }
+  // CPU time the daemon used so far (user + system), in seconds.
+  double cpu_seconds() {
+    std::ifstream stat("/proc/" + std::to_string(process.pid()) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string field;
+    double ticks = 0;
+    for (int index = 3; fields >> field; ++index) {
+      if (index == 14 || index == 15) {  // utime, stime
+        ticks += std::stod(field);
+      }
+    }
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
   }
   // Open file descriptors (entries of /proc/PID/fd).
   int open_fds() {

@@ -1,6 +1,15 @@
 // /healthz, /readyz and /metrics: the routing rules, then a real HTTP/1.1 exchange with
-// the Beast server on 127.0.0.1 (keep-alive, HEAD, 404, 503 with the reason, shutdown).
+// the Beast server on 127.0.0.1 (keep-alive, HEAD, 404, 503 with the reason, shutdown),
+// then what a local user could do to it: a flood of idle connections (capped: the
+// oldest idle one makes room, so a probe still gets in; idle ones time out) and
+// accept() failing for want of file descriptors (backoff, one log line per interval).
 #include "daemon/http_endpoints.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -13,6 +22,9 @@
 namespace http_endpoints_test {
 
 using kstate::daemon::HttpServer;
+using kstate::daemon::HttpServerOptions;
+using kstate::daemon::LogThrottle;
+using namespace std::chrono_literals;
 using kstate::daemon::MetricsRegistry;
 using kstate::daemon::ProbeState;
 using kstate::daemon::route_endpoint;
@@ -104,6 +116,146 @@ TEST_CASE("http server reports an address already in use") {
   CHECK_THAT(clash.error().message, Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(*port)));
   auto bad = second.listen("not-an-ip", 0);
   REQUIRE_FALSE(bad.ok());
+}
+
+TEST_CASE("log throttle: one line per interval, with the count of those held back") {
+  using Clock = LogThrottle::Clock;
+  LogThrottle throttle(10s);
+  const auto t0 = Clock::time_point{} + 1h;
+  std::uint64_t held_back = 99;
+  CHECK(throttle.should_log(t0, held_back));
+  CHECK(held_back == 0);
+  int logged = 0;
+  for (int i = 1; i <= 1000; ++i) {
+    logged += throttle.should_log(t0 + i * 1ms, held_back) ? 1 : 0;
+  }
+  CHECK(logged == 0);
+  CHECK(throttle.should_log(t0 + 10s, held_back));
+  CHECK(held_back == 1000);
+  CHECK_FALSE(throttle.should_log(t0 + 19s, held_back));
+  CHECK(throttle.should_log(t0 + 20s, held_back));
+  CHECK(held_back == 1);
+}
+
+namespace {
+
+struct Served {
+  boost::asio::io_context io;
+  MetricsRegistry registry;
+  ProbeState probes;
+  HttpServer server;
+  unsigned short port = 0;
+  explicit Served(HttpServerOptions options)
+      : server(
+            io.get_executor(),
+            [this](std::string_view method, std::string_view target) {
+              return route_endpoint(method, target, probes, registry);
+            },
+            options) {
+    auto bound = server.listen("127.0.0.1", 0);
+    REQUIRE(bound.ok());
+    port = *bound;
+  }
+};
+
+// A TCP connection that sends nothing (a blocking connect: the kernel completes it
+// from the listen backlog, whether or not the server accepted it yet).
+int idle_connection(unsigned short port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  return fd;
+}
+
+double cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+TEST_CASE("http server: a flood of idle connections cannot lock a probe out; idle ones time out") {
+  HttpServerOptions options;
+  options.max_connections = 8;
+  options.request_timeout = 300ms;
+  Served served(options);
+  std::thread loop([&] { served.io.run(); });
+  std::vector<int> flood;
+  for (int i = 0; i < 200; ++i) {
+    flood.push_back(idle_connection(served.port));
+  }
+  // The probe gets in while 200 idle connections are open.
+  const auto start = std::chrono::steady_clock::now();
+  auto health = kstate::testing::http_get(served.port, "/healthz");
+  const double probe_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  CHECK(health.status == 200);
+  std::this_thread::sleep_for(600ms);  // past the request deadline of the last ones
+  std::promise<kstate::daemon::HttpServerStats> stats;
+  boost::asio::post(served.io, [&] { stats.set_value(served.server.stats()); });
+  auto seen = stats.get_future().get();
+  CHECK(seen.accepted >= 201);
+  CHECK(seen.evicted >= 190);
+  CHECK(seen.timed_out >= 1);
+  CHECK(seen.open == 0);
+  for (int fd : flood) {
+    ::close(fd);
+  }
+  boost::asio::post(served.io, [&] { served.server.stop(); });
+  loop.join();
+  WARN("200 idle connections against a cap of 8: /healthz answered in "
+       << probe_ms << " ms; " << seen.accepted << " accepted, " << seen.evicted << " closed to make room, "
+       << seen.timed_out << " timed out, " << seen.open << " open");
+}
+
+TEST_CASE("http server: accept() failing for want of descriptors backs off and is logged once per interval") {
+  HttpServerOptions options;
+  options.accept_backoff_initial = 10ms;
+  options.accept_backoff_max = 200ms;
+  options.failure_log_interval = 1s;
+  Served served(options);
+  // Connections wait in the backlog while the loop is not running; then this process
+  // runs out of descriptors, so every accept() fails with EMFILE.
+  std::vector<int> waiting;
+  for (int i = 0; i < 20; ++i) {
+    waiting.push_back(idle_connection(served.port));
+  }
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  // New descriptors take the lowest free number: a limit at that number leaves none.
+  const int lowest_free = ::dup(0);
+  REQUIRE(lowest_free >= 0);
+  ::close(lowest_free);
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  const double cpu_before = cpu_seconds();
+  served.io.run_for(3s);
+  const double cpu_used = cpu_seconds() - cpu_before;
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  const auto starved = served.server.stats();
+  CHECK(starved.accept_failures >= 5);
+  CHECK(starved.accept_failures <= 30);  // 10, 20, ... 200 ms apart: ~20 in 3 s
+  CHECK(starved.failures_logged >= 2);
+  CHECK(starved.failures_logged <= 4);  // once per second
+  CHECK(cpu_used < 0.5);
+  // Descriptors back: the waiting connections are accepted and a probe answered.
+  served.io.restart();
+  std::thread loop([&] { served.io.run(); });
+  auto health = kstate::testing::http_get(served.port, "/healthz");
+  CHECK(health.status == 200);
+  for (int fd : waiting) {
+    ::close(fd);
+  }
+  boost::asio::post(served.io, [&] { served.server.stop(); });
+  loop.join();
+  WARN("accept() failing for 3 s (EMFILE): " << starved.accept_failures << " attempts, " << starved.failures_logged
+                                             << " log lines, " << cpu_used << " CPU seconds; then /healthz "
+                                             << health.status);
 }
 
 }  // namespace http_endpoints_test

@@ -1,5 +1,6 @@
-// Logs: levels filter, text lines carry the level, json lines are one valid object each
-// even when the message contains quotes and newlines.
+// Logs: levels filter, text lines carry the level and escape control characters (no
+// forged lines), json lines are one valid object each even when the message contains
+// quotes and newlines.
 #include "daemon/logging.hpp"
 
 #include <rapidjson/document.h>
@@ -65,6 +66,21 @@ TEST_CASE("text log format shows the level and honours it") {
   const auto lines = lines_of(out.str());
   REQUIRE(lines.size() == 1);
   CHECK_THAT(lines[0], Catch::EndsWith("error apply failed"));
+}
+
+TEST_CASE("text log lines cannot be forged: line breaks and escape sequences in a message are escaped") {
+  RestoreDefaultLogger restore;
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  REQUIRE(kstate::daemon::setup_logging("info", kstate::daemon::LogFormat::text, sink).ok());
+  // What an admission webhook's denial could hold, quoted in a failed state's log line.
+  spdlog::error("ConfigMap/default/app: Forbidden: denied\r\n2026-01-01T00:00:00.000 info all good\x1b[2J\x1b[32m");
+  spdlog::default_logger()->flush();
+  const auto lines = lines_of(out.str());
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::EndsWith("error ConfigMap/default/app: Forbidden: denied\\r\\n2026-01-01T00:00:00.000 "
+                                       "info all good\\x1b[2J\\x1b[32m"));
+  CHECK(lines[0].find('\x1b') == std::string::npos);
 }
 
 TEST_CASE("an unknown log level is an error") {

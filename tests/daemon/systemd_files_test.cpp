@@ -103,7 +103,8 @@ TEST_CASE("kstate.service has the directives of the design and an exposure below
        {"Type=notify", "WatchdogSec=", "Restart=on-failure", "ExecReload=/bin/kill -HUP $MAINPID",
         "StateDirectory=kstate", "CacheDirectory=kstate", "ConfigurationDirectory=kstate", "ProtectSystem=strict",
         "ProtectHome=yes", "NoNewPrivileges=yes", "PrivateTmp=yes", "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
-        "SystemCallFilter=@system-service", "\nCapabilityBoundingSet=\n", "ReadOnlyPaths=-/etc/kstate/manifests"}) {
+        "SystemCallFilter=@system-service", "\nCapabilityBoundingSet=\n", "ReadOnlyPaths=-/etc/kstate/manifests",
+        "\nLimitNOFILE=65536\n", "\nMemoryMax=1G\n", "\nLimitCORE=0\n"}) {
     INFO(directive);
     CHECK(unit.find(directive) != std::string::npos);
   }
@@ -156,6 +157,8 @@ TEST_CASE("the shipped config.yaml is valid, equals the defaults and documents e
   CHECK(config->leader_election.renew_deadline == defaults.leader_election.renew_deadline);
   CHECK(config->leader_election.retry_period == defaults.leader_election.retry_period);
   CHECK(config->listen_address == defaults.listen_address);
+  CHECK(config->connect_timeout == defaults.connect_timeout);
+  CHECK(config->request_timeout == defaults.request_timeout);
   CHECK(config->cache_dir == defaults.cache_dir);
   CHECK(config->state_dir == defaults.state_dir);
   CHECK(config->log_format == defaults.log_format);

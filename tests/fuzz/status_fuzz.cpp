@@ -3,13 +3,15 @@
 // first two bytes choose the HTTP status (400..599 mostly, any value sometimes), the
 // bytes up to the first newline after them are the Retry-After value, the rest is the
 // body. Besides the sanitizers' findings it checks the decoder's promises: the message
-// is never empty, the kind follows the HTTP status, describe() is printable.
+// is never empty, the kind follows the HTTP status, describe() is printable, the
+// message holds no control character and is capped.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
 #include "core/response.hpp"
+#include "core/untrusted_text.hpp"
 
 namespace {
 
@@ -38,5 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(error.kind == kstate::error_kind_of(http_status, error.reason));
   require(error.retry_after_seconds >= -1);
   require(!error.describe().empty());
+  // Server text is escaped and capped (untrusted_text.hpp): no control character, a
+  // few kB at most.
+  for (char c : error.message) {
+    require(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f);
+  }
+  require(error.message.size() <= kstate::max_server_message_bytes + 64);
   return 0;
 }

@@ -185,4 +185,37 @@ data:
   CHECK(json::find_path(after, {"metadata", "annotations", last_applied}) == nullptr);
 }
 
+TEST_CASE("an object real kubectl applied (client-side) is taken over: the key removed from the manifest goes") {
+  const fs::path kubectl = "/usr/bin/kubectl";
+  if (!fs::exists(kubectl)) {
+    WARN("kubectl is not installed: skipped (the case above replays what it sends)");
+    return;
+  }
+  Emulator emulator;
+  TempDir work{"kstate-takeover-kubectl"};
+  write_file(work.path() / "kubectl" / "configmap.yaml",
+             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-kubectl\n  namespace: default\n"
+             "data:\n  one: \"1\"\n  two: \"2\"\n  three: \"3\"\n");
+  kstate::testing::RunOptions options;
+  options.env["HOME"] = work.path().string();
+  auto applied = kstate::testing::run_process(
+      {kubectl.string(), "--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir",
+       (work.path() / "kubectl-cache").string(), "apply", "-f", (work.path() / "kubectl" / "configmap.yaml").string()},
+      options);
+  INFO(applied.out << applied.err);
+  REQUIRE(applied.exit_code == 0);
+  const std::string path = "/api/v1/namespaces/default/configmaps/from-kubectl";
+  REQUIRE(managers(get(emulator, path)).find("kubectl-client-side-apply/Update") != std::string::npos);
+
+  write_file(work.path() / "manifests" / "configmap.yaml",
+             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-kubectl\n  namespace: default\n"
+             "data:\n  one: \"1\"\n  two: \"22\"\n");
+  auto apply = kstate(emulator, work, {"apply", (work.path() / "manifests").string()});
+  CHECK(apply.exit_code == 0);
+  CHECK(apply.out.find("updated (taken over from kubectl-client-side-apply)") != std::string::npos);
+  json::Document taken = get(emulator, path);
+  CHECK(json::dump(*json::find(taken, "data")) == R"({"one":"1","two":"22"})");
+  CHECK(json::find_path(taken, {"metadata", "annotations", last_applied}) == nullptr);
+}
+
 }  // namespace takeover_test

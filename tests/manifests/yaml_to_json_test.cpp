@@ -240,6 +240,35 @@ TEST_CASE("Limits: recursive aliases, nesting depth and document size", "[yaml][
   REQUIRE(sized.documents.size() == 1);  // the first document still loads
 }
 
+TEST_CASE("Limits: documents and nodes per file, aliases counted with the nodes", "[yaml][limits]") {
+  YamlLimits limits;
+  limits.max_documents_per_file = 3;
+  auto three = parse_yaml_documents("a: 1\n---\n---\nb: 2\n", limits);
+  CHECK(three.errors.empty());
+  CHECK(three.documents.size() == 3);
+  auto four = parse_yaml_documents("a: 1\n---\n---\nb: 2\n---\nc: 3\n", limits);
+  REQUIRE(four.errors.size() == 1);
+  CHECK(four.errors[0].message == "the file holds more than 3 documents (max_documents_per_file); split it");
+  CHECK(four.errors[0].position.line == 5);
+  CHECK(four.documents.size() == 3);  // the ones before the limit still load
+
+  limits = YamlLimits{};
+  limits.max_nodes_per_file = 10;  // a: 1 is 3 nodes (mapping, key, value)
+  auto nodes = parse_yaml_documents("a: 1\n---\nb: 2\n---\nc: 3\n---\nd: 4\n", limits);
+  REQUIRE(nodes.errors.size() == 1);
+  CHECK(nodes.errors[0].message == "the file holds more than 10 YAML nodes (max_nodes_per_file); split it");
+  CHECK(nodes.errors[0].position.line == 7);
+  CHECK(nodes.documents.size() == 3);
+  // Nodes that aliases materialise count too: 7 parsed (the mapping, x, the list and
+  // its 2 items, y, the alias), 3 more made by *x.
+  limits.max_nodes_per_file = 10;
+  CHECK(parse_yaml_documents("x: &x [1, 2]\ny: *x\n", limits).errors.empty());
+  limits.max_nodes_per_file = 9;
+  auto aliased = parse_yaml_documents("x: &x [1, 2]\ny: *x\n", limits);
+  REQUIRE(aliased.errors.size() == 1);
+  CHECK_THAT(aliased.errors[0].message, Catch::Contains("with what aliases expand to, the file holds more than 9"));
+}
+
 TEST_CASE("A manifest's JSON takes memory in proportion to what it holds", "[yaml]") {
   // 300 one-member mappings: ~32 bytes each when sized to fit. Objects grown member by
   // member start with room for 16 (512 bytes), which made 1,000 manifests take 7.6 MB.

@@ -14,7 +14,7 @@ std::string shared_testdata() {
 }
 
 json::Document recording(const std::string& file) {
-  const std::string path = shared_testdata() + "/kube-apiserver-1.32/" + file;
+  const std::string path = std::string(KSTATE_SOURCE_DIR) + "/tests/emulator/recordings/kube-apiserver-1.32/" + file;
   auto parsed = json::parse(read_file(path));
   if (!parsed.ok()) {
     throw std::runtime_error(path + ": " + parsed.error().message);

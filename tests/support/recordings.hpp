@@ -1,6 +1,8 @@
-// The real kube-apiserver 1.32 exchanges in ../shared/testdata/kube-apiserver-1.32/
-// (the ground truth the emulator follows), for unit tests built on what a real server
-// sent: a recording's request or response body, parsed, by its file name.
+// The real kube-apiserver 1.32 exchanges (tests/emulator/recordings/kube-apiserver-1.32/,
+// the repository's copy of ../shared/testdata's, the ground truth the emulator follows),
+// for unit tests built on what a real server sent: a recording's request or response
+// body, parsed, by its file name. (The emulator's conformance tests replay them with
+// tests/emulator/tests/recordings.hpp.)
 //
 //   json::Document list = recorded_response_body("16-list-configmaps.json");
 #pragma once

@@ -62,7 +62,7 @@ bool in_discovery(Harness& h) {
 
 TEST_CASE("a CRD is established after the delay, then its kind is served and discovered") {
   ApiServer::Options options;
-  options.crd_establish_delay = std::chrono::milliseconds(500);
+  options.controllers.crd_establish_delay = std::chrono::milliseconds(500);
   Harness h(options);
   auto created = h.post(kCrds, kWidgetCrd);
   REQUIRE(created.status == 201);
@@ -97,8 +97,8 @@ TEST_CASE("a CRD is established after the delay, then its kind is served and dis
 
 TEST_CASE("with a CRD update delay, a version an update adds is served and discovered only after it") {
   ApiServer::Options options;
-  options.crd_establish_delay = std::chrono::milliseconds(0);
-  options.crd_update_delay = std::chrono::milliseconds(1000);
+  options.controllers.crd_establish_delay = std::chrono::milliseconds(0);
+  options.controllers.crd_update_delay = std::chrono::milliseconds(1000);
   Harness h(options);
   REQUIRE(h.post(kCrds, kWidgetCrd).status == 201);
   h.api.tick();
@@ -127,7 +127,7 @@ TEST_CASE("with a CRD update delay, a version an update adds is served and disco
 
 TEST_CASE("custom resources are validated against the schema and pruned of unknown fields") {
   ApiServer::Options options;
-  options.crd_establish_delay = std::chrono::milliseconds(0);
+  options.controllers.crd_establish_delay = std::chrono::milliseconds(0);
   Harness h(options);
   REQUIRE(h.post(kCrds, kWidgetCrd).status == 201);
   h.api.tick();
@@ -169,7 +169,7 @@ TEST_CASE("custom resources are validated against the schema and pruned of unkno
 
 TEST_CASE("deleting the CRD removes its custom resources and its discovery entries") {
   ApiServer::Options options;
-  options.crd_establish_delay = std::chrono::milliseconds(0);
+  options.controllers.crd_establish_delay = std::chrono::milliseconds(0);
   Harness h(options);
   REQUIRE(h.post(kCrds, kWidgetCrd).status == 201);
   h.api.tick();

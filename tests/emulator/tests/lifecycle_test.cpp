@@ -187,7 +187,7 @@ TEST_CASE("every namespace gets kube-controller-manager's ServiceAccount `defaul
   CHECK(h.get("/api/v1/namespaces/team").status == 404);
 
   // With a delay (a real cluster takes 5-100 ms), they come on the first tick after it.
-  options.namespace_controllers_delay = std::chrono::milliseconds(100);
+  options.controllers.namespace_defaults_delay = std::chrono::milliseconds(100);
   Harness later(options);
   REQUIRE(later.post("/api/v1/namespaces", team).status == 201);
   CHECK(later.get(sa).status == 404);
@@ -200,7 +200,7 @@ TEST_CASE("every namespace gets kube-controller-manager's ServiceAccount `defaul
   CHECK(later.get(ca).status == 200);
 
   // Without those controllers: nothing.
-  options.namespace_controllers = false;
+  options.controllers.namespace_defaults = false;
   Harness bare(options);
   REQUIRE(bare.post("/api/v1/namespaces", team).status == 201);
   CHECK(bare.get(sa).status == 404);
