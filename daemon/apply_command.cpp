@@ -165,6 +165,15 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   };
 
   states::CycleStart start = run_until_complete(io, states::begin_cycle(*(*client)->dynamic, resolver, options));
+  if (!options.parent) {
+    // No ApplySet parent to read: /version is the first contact instead, so that an
+    // unreachable server is one line below, not one failure per state.
+    Request version;
+    version.verb = "GET";
+    version.path = "/version";
+    version.idempotent = true;
+    (void)run_until_complete(io, (*client)->transport->send(std::move(version)));
+  }
   if (const ServerStatus server = (*client)->transport->server_status(); server.reachability == Reachability::down) {
     // The first contact failed (retried once): one line, not one failure per state.
     if (start.read_ahead) {
