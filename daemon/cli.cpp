@@ -20,6 +20,7 @@
 #include "kstate/build_info.hpp"
 #include "manifests/object_validation.hpp"
 #include "manifests/variables.hpp"
+#include "states/adoption.hpp"
 
 namespace kstate::cli {
 namespace {
@@ -70,6 +71,20 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
                "Allow prune when the manifest directory is empty or missing");
   app.add_flag("--adopt,!--no-adopt", common.adopt,
                "Take over (label, and later prune) existing objects the manifests declare (default on)");
+  app.add_option_function<std::vector<std::string>>(
+         "--adopt-objects",
+         [&common](const std::vector<std::string>& values) {
+           for (const std::string& value : values) {  // (the flag may be repeated)
+             auto parsed = states::parse_adopt_objects(value);
+             if (!parsed) {
+               throw CLI::ValidationError("--adopt-objects", parsed.error().message);
+             }
+             common.adopt_objects.insert(parsed->begin(), parsed->end());
+           }
+         },
+         "Objects taken over even when another tool (Helm, Flux, Argo CD, another ApplySet) manages them: "
+         "Kind/namespace/name, comma-separated")
+      ->allow_extra_args(false);  // one value per flag: a path after it stays a path
   app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder");
   add_log_level_flag(app, common);
 }
@@ -100,8 +115,9 @@ void add_applyset_flags(CLI::App& app, CommonOptions& common) {
     return CLI::Validator([check](std::string& value) { return check(value); }, "NAME");
   };
   app.add_option("--applyset-name", common.applyset_name,
-                 "Name of the ApplySet parent Secret (default kstate, as the daemon's); each set prunes only "
-                 "what it recorded")
+                 "Name of the ApplySet parent Secret that records what this run applies (needed by --prune); "
+                 "without it nothing is recorded and nothing pruned. Each set prunes only what it recorded, and a "
+                 "set a kstate daemon reconciles is refused")
       ->check(check_with(&manifests::check_dns1123_subdomain));
   app.add_option("--applyset-namespace", common.applyset_namespace,
                  "Namespace of the ApplySet parent Secret (default kube-system; it must exist)")
@@ -121,6 +137,20 @@ void add_variable_flags(CLI::App& app, CommonOptions& common) {
           },
           "NAME=VALUE"));
   app.add_option("--vars-from", common.vars_from, "YAML file of NAME: value variables (repeatable; a later file wins)")
+      ->allow_extra_args(false);
+  app.add_option_function<std::vector<std::string>>(
+         "--ignore-fields",
+         [&common](const std::vector<std::string>& rules) {
+           for (const auto& text : rules) {
+             auto rule = manifests::parse_ignore_fields_rule(text);
+             if (!rule.ok()) {
+               throw CLI::ValidationError("--ignore-fields", rule.error().message);
+             }
+             common.ignore_fields.push_back(std::move(*rule));
+           }
+         },
+         "Fields left to other writers once an object exists, KIND[.GROUP][/NAME | /NAMESPACE/NAME]=/json/pointer,... "
+         "(repeatable), e.g. Deployment.apps=/spec/replicas")
       ->allow_extra_args(false);
 }
 
@@ -197,6 +227,14 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
 
   for (auto* sub : app.get_subcommands()) {
     invocation.subcommand = sub->get_name();
+  }
+  if ((invocation.subcommand == "apply" || invocation.subcommand == "test") &&
+      invocation.common.prune.value_or(false) && invocation.common.applyset_name.empty()) {
+    // As kubectl's --prune needs --applyset: prune deletes what one named set recorded.
+    err << "kstate " << invocation.subcommand
+        << ": --prune requires --applyset-name (the ApplySet whose recorded objects may be pruned; see "
+           "docs/ownership.md)\n";
+    return exit_failed;
   }
   auto it = handlers.find(invocation.subcommand);
   if (it == handlers.end() || !it->second) {

@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "manifests/object_validation.hpp"
+#include "states/adoption.hpp"
 
 namespace kstate::daemon {
 namespace {
@@ -167,6 +168,15 @@ Status add_variables_file(DaemonConfig& config, const std::string& path) {
   return ok_status();
 }
 
+Status add_ignore_fields_rule(DaemonConfig& config, const std::string& text) {
+  auto rule = manifests::parse_ignore_fields_rule(text);
+  if (!rule.ok()) {
+    return bad_value(rule.error().message);
+  }
+  config.ignore_fields.push_back(std::move(*rule));
+  return ok_status();
+}
+
 struct KeyEntry {
   ConfigKey key;
   Setter setter;
@@ -215,6 +225,17 @@ const std::vector<KeyEntry>& key_table() {
         bool_setter([](DaemonConfig& c) -> bool& { return c.allow_empty_prune; }), true);
     add("adopt", "Take over (label, then prune when removed) existing objects the manifests declare",
         bool_setter([](DaemonConfig& c) -> bool& { return c.adopt; }), true);
+    add("adopt-objects",
+        "Objects taken over even when another tool (Helm, Flux, Argo CD, another ApplySet) manages them: "
+        "Kind/namespace/name, comma-separated",
+        [](DaemonConfig& config, const std::string& value) -> Status {
+          auto parsed = states::parse_adopt_objects(value);
+          if (!parsed) {
+            return bad_value(parsed.error().message);
+          }
+          config.adopt_objects = std::move(*parsed);
+          return ok_status();
+        });
     add("leader-election.enabled", "Run one active copy among several nodes (Lease)",
         bool_setter([](DaemonConfig& c) -> bool& { return c.leader_election.enabled; }), true);
     add("leader-election.lease-name", "Name of the coordination.k8s.io/v1 Lease",
@@ -251,6 +272,10 @@ const std::vector<KeyEntry>& key_table() {
         "vars-from", "vars-from", ConfigKey::Shape::list,
         "YAML files of NAME: value variables, a later one winning (repeatable); read at every full reconcile",
         add_variables_file);
+    add_collection("ignore-fields", "ignore-fields", ConfigKey::Shape::list,
+                   "Fields left to other writers once an object exists, as KIND[.GROUP][/NAME | /NAMESPACE/NAME]="
+                   "/json/pointer,... (repeatable), e.g. Deployment.apps=/spec/replicas",
+                   add_ignore_fields_rule);
     return t;
   }();
   return table;

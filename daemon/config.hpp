@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/error.hpp"
 #include "daemon/duration.hpp"
+#include "manifests/ignore_fields.hpp"
 #include "manifests/variables.hpp"
 
 namespace kstate::daemon {
@@ -56,6 +58,8 @@ struct DaemonConfig {
   Duration prune_delay = std::chrono::seconds(2);
   bool allow_empty_prune = false;
   bool adopt = true;  // take over existing objects the manifests declare (issue #7)
+  // Objects taken over even when another tool manages them (states/adoption.hpp).
+  std::set<std::string> adopt_objects;
   LeaderElectionConfig leader_election;
   std::string listen_address = "127.0.0.1:9842";
   // TCP connect and TLS handshake with the API server (TransportOptions::connect_timeout),
@@ -74,6 +78,8 @@ struct DaemonConfig {
   // every full reconcile (start, resync, SIGHUP).
   manifests::VariableMap vars;
   std::vector<std::string> vars_from;
+  // Fields left to other writers, by kind (manifests/ignore_fields.hpp).
+  std::vector<manifests::IgnoreFieldsRule> ignore_fields;
 };
 
 inline constexpr std::string_view default_config_path = "/etc/kstate/config.yaml";

@@ -234,6 +234,9 @@ DaemonMetrics::DaemonMetrics(MetricsRegistry& registry)
       last_success_timestamp(registry.gauge("kstate_last_successful_reconcile_timestamp_seconds",
                                             "Unix time of the last reconcile without failures")),
       leader(registry.gauge("kstate_leader", "1 when this instance holds the leader Lease (or election is off)")),
-      ready(registry.gauge("kstate_ready", "1 when the first reconcile is done and the API server is reachable")) {}
+      ready(registry.gauge("kstate_ready", "1 when the first reconcile is done and the API server is reachable")),
+      applyset_writer_conflict(registry.gauge(
+          "kstate_applyset_writer_conflict",
+          "1 while another writer reconciles this daemon's ApplySet, so that this one writes nothing")) {}
 
 }  // namespace kstate::daemon

@@ -21,6 +21,9 @@
 #include <unordered_set>
 
 #include "core/encoding.hpp"
+#include "manifests/cluster_scope.hpp"
+#include "manifests/conventions.hpp"
+#include "manifests/ignore_fields.hpp"
 #include "manifests/object_validation.hpp"
 #include "manifests/variables.hpp"
 
@@ -308,13 +311,10 @@ FileContent read_file(const std::string& path, std::size_t max_bytes) {
 
 constexpr std::string_view kStateAnnotation = "kstate.io/state";
 constexpr std::string_view kStrategyAnnotation = "kstate.io/strategy";
-constexpr std::string_view kPruneAnnotation = "kstate.io/prune";
 constexpr std::string_view kRecreateAnnotation = "kstate.io/recreate";
 constexpr std::string_view kTakeoverAnnotation = "kstate.io/takeover";
 constexpr std::string_view kWaitAnnotation = "kstate.io/wait";
 constexpr std::string_view kDependsOnAnnotation = "kstate.io/depends-on";
-constexpr std::string_view kAddonManagerAnnotation = "addonmanager.kubernetes.io/mode";
-constexpr std::string_view kFluxPruneAnnotation = "kustomize.toolkit.fluxcd.io/prune";
 constexpr int kMaxIncludeDepth = 16;
 
 const std::vector<std::string_view> kFunctionNames = {"object_present", "object_updated", "object_absent"};
@@ -701,12 +701,12 @@ class Loader {
   // (with errors) when a value is not understood.
   bool apply_annotations(const json::Value& object, const YamlLocator& at, const std::string& path, State& state,
                          bool function_from_annotation) {
+    bool ok = apply_conventions(object, at, path, state);
     const json::Value* annotations = json::find_path(object, {"metadata", "annotations"});
     if (annotations == nullptr || !annotations->IsObject()) {
-      return true;
+      return ok;
     }
     YamlLocator annotations_at = at.child("metadata").child("annotations");
-    bool ok = true;
     auto fail = [&](std::string_view key, std::string message) {
       error(path, annotations_at.child(key).position(), state.id, std::move(message));
       ok = false;
@@ -726,17 +726,6 @@ class Loader {
         fail(kStateAnnotation, "annotation " + std::string(kStateAnnotation) + ": unknown value \"" + *value +
                                    "\", expected present, updated or absent" +
                                    did_you_mean(*value, {"present", "updated", "absent"}));
-      }
-    }
-    if (auto value = value_of(kAddonManagerAnnotation)) {
-      if (*value == "EnsureExists") {
-        state.strategy = Strategy::create_only;
-      } else if (*value == "Reconcile") {
-        state.strategy = Strategy::apply;
-      } else {
-        fail(kAddonManagerAnnotation, "annotation " + std::string(kAddonManagerAnnotation) + ": unknown value \"" +
-                                          *value + "\", expected EnsureExists or Reconcile" +
-                                          did_you_mean(*value, {"EnsureExists", "Reconcile"}));
       }
     }
     if (auto value = value_of(kStrategyAnnotation)) {
@@ -759,9 +748,6 @@ class Loader {
         }
       }
     };
-    for (std::string_view key : {kPruneAnnotation, kFluxPruneAnnotation}) {
-      disabled_annotation(key, state.prune_disabled);
-    }
     disabled_annotation(kTakeoverAnnotation, state.takeover_disabled);
     auto boolean_annotation = [&](std::string_view key, auto&& set) {
       if (auto value = value_of(key)) {
@@ -776,6 +762,14 @@ class Loader {
     };
     boolean_annotation(kRecreateAnnotation, [&](bool value) { state.recreate = value; });
     boolean_annotation(kWaitAnnotation, [&](bool value) { state.wait.enabled = value; });
+    if (auto value = value_of(ignore_fields_annotation)) {
+      if (auto pointers = parse_ignore_fields(*value); pointers.ok()) {
+        state.ignore_fields = std::move(*pointers);
+      } else {
+        fail(ignore_fields_annotation,
+             "annotation " + std::string(ignore_fields_annotation) + ": " + pointers.error().message);
+      }
+    }
     if (auto value = value_of(kDependsOnAnnotation)) {
       std::string_view list = *value;
       while (!list.empty()) {
@@ -791,6 +785,43 @@ class Loader {
       }
     }
     return ok;
+  }
+
+  // Other tools' marks (conventions.hpp), as labels or annotations: addon-manager
+  // modes, Flux's ssa/reconcile/prune, Helm's resource-policy, Argo CD's sync-options.
+  // kstate.io/strategy, read after, wins over the strategy they imply.
+  bool apply_conventions(const json::Value& object, const YamlLocator& at, const std::string& path, State& state) {
+    auto strings_of = [&](const char* field) {
+      StringMap map;
+      const json::Value* found = json::find_path(object, {"metadata", field});
+      if (found != nullptr && found->IsObject()) {
+        for (const auto& member : found->GetObject()) {
+          if (member.value.IsString()) {
+            map.emplace(std::string(view(member.name)), std::string(view(member.value)));
+          }
+        }
+      }
+      return map;
+    };
+    const Conventions conventions = read_conventions(strings_of("labels"), strings_of("annotations"));
+    for (const auto& problem : conventions.problems) {
+      std::vector<std::string_view> expected(problem.expected.begin(), problem.expected.end());
+      error(path, at.child("metadata").child(problem.label ? "labels" : "annotations").child(problem.key).position(),
+            state.id, problem.message() + did_you_mean(problem.value, expected));
+    }
+    switch (conventions.management) {
+      case Management::apply:
+        break;
+      case Management::create_only:
+        state.strategy = Strategy::create_only;
+        break;
+      case Management::leave_alone:
+        state.left_alone_by = conventions.management_mark;
+        break;
+    }
+    state.prune_disabled = state.prune_disabled || conventions.prune_protected;
+    state.takeover_disabled = state.takeover_disabled || conventions.keep_others_fields;
+    return conventions.problems.empty();
   }
 
   // --------------------------------------------------------------------------------
@@ -1274,6 +1305,9 @@ bool same_declaration(const State& first, const State& second) {
 }
 
 void check_result(LoadResult& result, const LoadOptions& options) {
+  // Before IDs are compared: the kinds known here (built in, or CRDs of this set).
+  std::vector<LoadError> dropped = drop_cluster_scoped_namespaces(result.states);
+  result.warnings.insert(result.warnings.end(), dropped.begin(), dropped.end());
   if (options.check_references) {
     std::vector<LoadError> errors = check_states(result.states, result.failed_files);
     result.errors.insert(result.errors.end(), errors.begin(), errors.end());

@@ -64,6 +64,12 @@ struct StateSettings {
   // Annotation kstate.io/takeover: disabled: the object is shared with other managers on
   // purpose, so kstate does not take their fields over (states/takeover.hpp).
   bool takeover_disabled = false;
+  // Another tool's mark (manifests/conventions.hpp) asks kstate to leave the object
+  // alone: "key: value"; the state then sends nothing and says so.
+  std::string left_alone_by;
+  // Annotation kstate.io/ignore-fields: JSON pointers of fields left to other writers
+  // once the object exists (ignore_fields.hpp).
+  std::vector<std::string> ignore_fields;
   SourcePosition source;
   // Set for states produced by a state document's `source:` include: the including
   // state's ID. `require` naming it means every state that has it as parent_id.

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "core/dynamic_client.hpp"
 #include "core/gvk.hpp"
 #include "discovery/openapi.hpp"
+#include "manifests/ignore_fields.hpp"
 #include "manifests/state.hpp"
 #include "states/report.hpp"
 
@@ -55,6 +57,15 @@ class KindResolver {
     (void)gvk;
     co_return Error(ErrorKind::unsupported, "this resolver cannot read the server's OpenAPI schemas");
   }
+  // Asks the server whether what resolve() and resources() answer is still what it
+  // offers (discovery revalidated: a 304 when nothing changed), and takes its answer.
+  // Prune calls it before it lists what a Namespace holds: a kind unknown to cached
+  // discovery must not count as empty.
+  virtual asio::awaitable<Status> revalidate() { co_return co_await refresh(); }
+  // Group-versions the last discovery answer lacks (an aggregated API server that
+  // answered 503, or is listed as Stale), as "group/version: why": the kinds they
+  // serve could not be enumerated, so prune keeps every Namespace.
+  virtual std::vector<std::string> unavailable_group_versions() const { return {}; }
 };
 
 struct ObjectRef;
@@ -71,6 +82,10 @@ struct EngineOptions {
   // ownership_labels (label it, and so make it prunable later). When false, such an
   // object is left unmodified and the state fails saying how to opt in.
   bool adopt = true;
+  // Objects ("Kind/namespace/name", "Kind/name") that may be taken over even when
+  // another tool manages them (adopt-objects; states/adoption.hpp). The manifest's
+  // annotation kstate.io/adopt: "true" does the same for its object.
+  std::set<std::string> adopt_objects;
   // Bound on readiness waits (CRD Established, `wait: true`, object_absent's wait) when
   // a state gives none: 5 minutes, as `helm --wait`.
   std::chrono::milliseconds default_wait_timeout{std::chrono::minutes(5)};
@@ -100,6 +115,9 @@ struct EngineOptions {
   // whole object, is not rendered at all (a first reconcile of 10,000 objects held
   // 23 MB of them).
   bool record_diffs = true;
+  // Fields left to other writers by kind (the daemon config's ignore-fields), added to
+  // each matching object's kstate.io/ignore-fields.
+  std::vector<manifests::IgnoreFieldsRule> ignore_fields;
   // Wall-clock time, for the restartedAt annotation of a restart a `watch` asks for.
   std::function<std::chrono::system_clock::time_point()> now = [] { return std::chrono::system_clock::now(); };
   // Injected so tests of waits never sleep longer than needed.

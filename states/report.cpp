@@ -272,6 +272,9 @@ void write_junit(std::ostream& out, const RunReport& report) {
   for (const auto& r : report.results) {
     out << "    <testcase classname=\"" << xml_escape(r.source.file) << "\" name=\"" << xml_escape(r.id) << "\" time=\""
         << seconds(r.duration_ms) << "\">\n";
+    if (r.change != Change::none) {  // what it did (or would do), as counted: created, adopted, ...
+      out << "      <properties><property name=\"change\" value=\"" << to_string(r.change) << "\"/></properties>\n";
+    }
     std::string diff = diff_of(r);
     if (r.result.has_value() && !*r.result) {
       out << "      <failure message=\"" << xml_escape(r.comment) << "\" type=\"StateFailed\">"

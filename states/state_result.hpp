@@ -13,11 +13,18 @@
 
 namespace kstate::states {
 
+// What a state did (or, in test mode, would do) to its object: what reports, logs and
+// metrics count, never read back from the comment. `adopted`: an existing object kstate
+// did not create, taken over (states/adoption.hpp).
+enum class Change { none, created, updated, adopted, recreated, deleted, applied };
+const char* to_string(Change change);  // "created", ... ("none" for none)
+
 struct StateResult {
   std::string id;
   std::string name;  // Kind/namespace/name of the object
   manifests::Function function = manifests::Function::object_present;
   std::optional<bool> result;  // true ok, false failed, nullopt = change pending (test mode)
+  Change change = Change::none;
   json::Document changes{rapidjson::kObjectType};
   std::string comment;
   double duration_ms = 0;

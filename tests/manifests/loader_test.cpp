@@ -1256,3 +1256,56 @@ TEST_CASE("resolve_state_file: SLS names, relative names, salt:// URLs and paths
 }
 
 }  // namespace loader_test
+
+namespace loader_test {
+
+TEST_CASE("Other tools' marks on manifests: labels and annotations set the strategy, unknown values fail",
+          "[loader][conventions]") {
+  LoadResult result = load_text(R"(apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  labels:
+    addonmanager.kubernetes.io/mode: EnsureExists
+provisioner: kubernetes.io/no-provisioner
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ignored
+  namespace: default
+  annotations:
+    kustomize.toolkit.fluxcd.io/ssa: Ignore
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: shared
+  namespace: default
+  annotations:
+    kustomize.toolkit.fluxcd.io/ssa: Merge
+    kstate.io/strategy: replace
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: typo
+  namespace: default
+  labels:
+    addonmanager.kubernetes.io/mode: EnsureExist
+)",
+                                "m.yaml");
+  CHECK(messages(result) ==
+        std::vector<std::string>{"m.yaml:32:38: ConfigMap/default/typo: label addonmanager.kubernetes.io/mode: unknown "
+                                 "value \"EnsureExist\", expected Reconcile, EnsureExists or Ignore (did you mean "
+                                 "\"EnsureExists\"?)"});
+  CHECK(find_state(result, "StorageClass/standard").strategy == Strategy::create_only);
+  CHECK(find_state(result, "StorageClass/standard").prune_disabled);
+  CHECK(find_state(result, "ConfigMap/default/ignored").left_alone_by == "kustomize.toolkit.fluxcd.io/ssa: Ignore");
+  const State& shared = find_state(result, "ConfigMap/default/shared");
+  CHECK(shared.takeover_disabled);
+  CHECK(shared.strategy == Strategy::replace);  // kstate.io/strategy wins
+  CHECK(shared.left_alone_by.empty());
+}
+
+}  // namespace loader_test

@@ -1,6 +1,7 @@
 // Running the kstate binary against the emulator (see kstate_cli.hpp).
 #include "tests/support/kstate_cli.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 namespace kstate::testing {
@@ -8,6 +9,12 @@ namespace kstate::testing {
 ProcessResult KstateCluster::kstate(const std::vector<std::string>& args) {
   std::vector<std::string> argv{KSTATE_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
+  // These tests use the ApplySet kube-system/kstate (kstate apply records into a set,
+  // and may prune, only when it is named).
+  if ((args.front() == "apply" || args.front() == "test") &&
+      std::find(args.begin(), args.end(), "--applyset-name") == args.end()) {
+    argv.insert(argv.end(), {"--applyset-name", "kstate"});
+  }
   argv.insert(argv.end(),
               {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
   auto result = run_process(argv);
