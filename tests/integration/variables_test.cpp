@@ -5,60 +5,26 @@
 // prune in that run.
 #include <catch2/catch.hpp>
 
-#include "core/json.hpp"
-#include "tests/support/emulator.hpp"
-#include "tests/support/process.hpp"
-#include "tests/support/temp_dir.hpp"
+#include <filesystem>
+
+#include "tests/support/kstate_cli.hpp"
 
 namespace variables_test {
 
-using kstate::testing::Emulator;
-using kstate::testing::ProcessResult;
-using kstate::testing::TempDir;
+using kstate::testing::field;
 using kstate::testing::write_file;
 namespace json = kstate::json;
 
 namespace {
 
-struct Cluster {
-  Emulator emulator;
-  TempDir work{"kstate-variables"};
-
-  ProcessResult kstate(std::vector<std::string> args) {
-    args.insert(args.begin(), KSTATE_BINARY);
-    args.insert(args.end(),
-                {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
-    auto result = kstate::testing::run_process(args);
-    UNSCOPED_INFO("kstate " << args[1] << " exit " << result.exit_code << "\nstdout:\n"
-                            << result.out << "\nstderr:\n"
-                            << result.err);
-    return result;
-  }
+// The emulator and kstate runs (kstate_cli.hpp), with files written in its work folder.
+struct Cluster : kstate::testing::KstateCluster {
   std::string path(const std::string& name) const { return (work.path() / name).string(); }
   std::string write(const std::string& name, const std::string& text) const {
     write_file(work.path() / name, text);
     return path(name);
   }
-  // The object at an API path, or a Null document when it does not exist.
-  json::Document get(const std::string& api_path) {
-    auto reply = emulator.request("GET", api_path);
-    if (reply.status == 404) {
-      return json::Document();
-    }
-    REQUIRE(reply.status == 200);
-    auto parsed = json::parse(reply.body);
-    REQUIRE(parsed.ok());
-    return std::move(parsed).value();
-  }
 };
-
-std::string field(const json::Value& object, std::initializer_list<std::string_view> path) {
-  const json::Value* value = json::find_path(object, path);
-  if (value == nullptr) {
-    return {};
-  }
-  return value->IsString() ? std::string(value->GetString()) : json::dump(*value);
-}
 
 const char* const kNodeManifests = R"(apiVersion: v1
 kind: Namespace
