@@ -331,4 +331,23 @@ vars-from: [/etc/kstate/node.yaml, /etc/kstate/site.yaml]
   }
 }
 
+TEST_CASE("ignore-fields is a list of KIND[/NAMESPACE/NAME]=pointers rules; a bad one names file:line") {
+  auto config = kstate::daemon::parse_config(R"(ignore-fields:
+  - Deployment.apps=/spec/replicas
+  - MutatingWebhookConfiguration/cert-manager-webhook=/webhooks/0/clientConfig/caBundle
+)",
+                                             "config.yaml");
+  REQUIRE(config.ok());
+  REQUIRE(config->ignore_fields.size() == 2);
+  CHECK(config->ignore_fields[0].matches("apps", "Deployment", "shop", "web"));
+  CHECK_FALSE(config->ignore_fields[0].matches("", "ConfigMap", "shop", "web"));
+  CHECK(config->ignore_fields[1].matches("admissionregistration.k8s.io", "MutatingWebhookConfiguration", "",
+                                         "cert-manager-webhook"));
+  CHECK(config->ignore_fields[1].pointers == std::vector<std::string>{"/webhooks/0/clientConfig/caBundle"});
+  auto bad = kstate::daemon::parse_config("ignore-fields:\n  - Deployment=spec.replicas\n", "config.yaml");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message, Catch::StartsWith("config.yaml:2: ignore-fields: \"Deployment=spec.replicas\": "
+                                                    "spec.replicas: not a JSON pointer"));
+}
+
 }  // namespace config_test

@@ -4,7 +4,6 @@
 // undefined variable failing its state alone (file:line, state ID, variable) with no
 // prune in that run.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "tests/support/kstate_cli.hpp"
