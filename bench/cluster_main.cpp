@@ -289,8 +289,12 @@ void container_status(Writer& w, const std::string& name, const std::string& ima
   w.EndObject();
 }
 
-std::string namespace_of(int index, int namespaces) { return "team-" + std::to_string(index % namespaces); }
-std::string owner_of(int index) { return "app-" + std::to_string(index / 10) + "-7d4b9c6f8d"; }
+std::string namespace_of(int index, int namespaces) {
+  return "team-" + std::to_string(index % namespaces);
+}
+std::string owner_of(int index) {
+  return "app-" + std::to_string(index / 10) + "-7d4b9c6f8d";
+}
 std::string owner_uid(const std::string& ns, const std::string& owner) {
   return "5b1c8d2e-0000-4000-a000-" + hex_sha256(ns + "/" + owner).substr(0, 12);
 }
