@@ -2417,6 +2417,7 @@ struct Engine::Impl {
       co_return;
     }
     json::Document desired = desired_object(index, false);
+    manifests::leave_fields_to_others(desired, live, ignored_fields(index));
     if (is_stored_subset(desired, live, stored_form(slot))) {
       succeed(index, "already good");
       co_await after_update(index, live);
