@@ -116,4 +116,44 @@ void leave_fields_to_others(json::Document& desired, const json::Value& live,
   }
 }
 
+bool owned_by_another_manager(const json::Value& live, const std::string& pointer, std::string_view field_manager) {
+  Pointer parsed(pointer.c_str(), pointer.size());
+  if (!parsed.IsValid() || parsed.GetTokenCount() == 0) {
+    return false;
+  }
+  for (std::size_t i = 0; i < parsed.GetTokenCount(); ++i) {
+    if (parsed.GetTokens()[i].index != rapidjson::kPointerInvalidIndex) {
+      return false;  // a list item: its key in fieldsV1 depends on the list's merge keys
+    }
+  }
+  const json::Value* entries = json::find_path(live, {"metadata", "managedFields"});
+  if (entries == nullptr || !entries->IsArray()) {
+    return false;
+  }
+  for (const auto& entry : entries->GetArray()) {
+    if (json::string_or(json::find(entry, "manager"), "") == field_manager &&
+        json::string_or(json::find(entry, "operation"), "") == "Apply") {
+      continue;
+    }
+    const json::Value* fields = json::find(entry, "fieldsV1");
+    for (std::size_t i = 0; fields != nullptr && i < parsed.GetTokenCount(); ++i) {
+      const std::string key = "f:" + std::string(parsed.GetTokens()[i].name, parsed.GetTokens()[i].length);
+      fields = fields->IsObject() ? json::find(*fields, key) : nullptr;
+    }
+    if (fields != nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void give_up_fields(json::Document& desired, const json::Value& live, const std::vector<std::string>& pointers,
+                    std::string_view field_manager) {
+  for (const auto& text : pointers) {
+    if (owned_by_another_manager(live, text, field_manager)) {
+      Pointer(text.c_str(), text.size()).Erase(desired);
+    }
+  }
+}
+
 }  // namespace kstate::manifests

@@ -7,7 +7,9 @@
 // created and never written again: on an existing object its value is the live one
 // (or it is left out when the live object has none), so diffs, drift checks and the
 // "already good" comparison leave it out, and kstate never writes because of it nor
-// puts back what the other writer set. Pure logic with table tests.
+// puts back what the other writer set; and when kstate writes the object for another
+// change, the fields another manager owns leave the apply (give_up_fields), so that
+// kstate's field manager gives their ownership up. Pure logic with table tests.
 #pragma once
 
 #include <string>
@@ -49,5 +51,18 @@ Result<IgnoreFieldsRule> parse_ignore_fields_rule(std::string_view text);
 // its value in `desired` from `live`, or is removed from `desired` when `live` has
 // none. A pointer `desired` does not reach is left as it is.
 void leave_fields_to_others(json::Document& desired, const json::Value& live, const std::vector<std::string>& pointers);
+
+// Before kstate writes an existing object: the ignored fields that another field
+// manager owns (in `live`'s metadata.managedFields) are removed from `desired`, so that
+// server-side apply takes kstate's ownership of them away and keeps the other writer's
+// value. A field only kstate owns keeps its live value (removing it would reset it).
+// Fields under a list item (a number in the pointer) are not looked up: they keep
+// their live value.
+void give_up_fields(json::Document& desired, const json::Value& live, const std::vector<std::string>& pointers,
+                    std::string_view field_manager);
+
+// Whether a manager other than `field_manager`'s Apply entry owns the field at
+// `pointer` according to `live`'s managedFields.
+bool owned_by_another_manager(const json::Value& live, const std::string& pointer, std::string_view field_manager);
 
 }  // namespace kstate::manifests

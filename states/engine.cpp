@@ -1165,6 +1165,26 @@ struct Engine::Impl {
     return pointers;
   }
 
+  // Before an apply of an existing object with ignored fields: the ones another manager
+  // owns leave the apply, so that kstate's ownership of them goes (ignore_fields.hpp).
+  // Reads the object with its managedFields when `live` lacks them (one GET, only for
+  // such objects and only when kstate writes).
+  asio::awaitable<void> give_up_ignored_fields(std::size_t index, json::Document& desired, const json::Value& live) {
+    const std::vector<std::string> pointers = ignored_fields(index);
+    if (pointers.empty() || live.IsNull()) {
+      co_return;
+    }
+    if (json::find_path(live, {"metadata", "managedFields"}) != nullptr) {
+      manifests::give_up_fields(desired, live, pointers, options.field_manager);
+      co_return;
+    }
+    Slot& slot = slots[index];
+    auto whole = co_await client.get_with_managed_fields(*slot.resource, slot.ref.ns, slot.ref.name);
+    if (whole.ok()) {
+      manifests::give_up_fields(desired, *whole, pointers, options.field_manager);
+    }
+  }
+
   // A `watch` requisite changed something: restart the workload as `kubectl rollout
   // restart` does (its pod template gets a new restartedAt annotation, under a field
   // manager of its own so that kstate's applies neither own nor remove it).
@@ -1851,6 +1871,7 @@ struct Engine::Impl {
       auto refreshed = co_await live_object(index);
       live = refreshed.ok() ? *refreshed : &absent_object;
     } else {
+      co_await give_up_ignored_fields(index, desired, *live);
       written = co_await apply_patch(index, desired);
     }
     if (!written.ok() && is_immutable_field_error(written.error())) {

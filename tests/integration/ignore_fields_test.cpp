@@ -74,6 +74,15 @@ TEST_CASE("ignore-fields: an HPA-like writer's spec.replicas is kept, with no wr
   CHECK(field(live, {"metadata", "labels", "tier"}) == "back");
   CHECK(field(live, {"spec", "replicas"}) == "5");
   CHECK(changed.out.find("replicas") == std::string::npos);  // not in the diff
+  // kstate's apply gave its ownership of the field up: only the autoscaler owns it.
+  std::string kstate_fields;
+  for (const auto& entry : json::find_path(live, {"metadata", "managedFields"})->GetArray()) {
+    if (field(entry, {"manager"}) == "kstate" && field(entry, {"operation"}) == "Apply") {
+      kstate_fields = field(entry, {"fieldsV1"});
+    }
+  }
+  CHECK(kstate_fields.find("f:tier") != std::string::npos);
+  CHECK(kstate_fields.find("f:replicas") == std::string::npos);
 }
 
 }  // namespace ignore_fields_test

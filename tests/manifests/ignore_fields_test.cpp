@@ -88,4 +88,32 @@ TEST_CASE("leave_fields_to_others: the live value, or none, at each pointer", "[
         R"({"spec":{"replicas":7,"template":{"metadata":{"annotations":{"a":"1"}}}},"data":{"x":"y"}})");
 }
 
+TEST_CASE("give_up_fields: a field another manager owns leaves the apply; one only kstate owns stays",
+          "[ignore-fields]") {
+  json::Document live = parse(R"({"metadata":{"managedFields":[
+    {"manager":"kstate","operation":"Apply","fieldsV1":{"f:spec":{"f:replicas":{},"f:paused":{}}}},
+    {"manager":"horizontal-pod-autoscaler","operation":"Update","subresource":"scale",
+     "fieldsV1":{"f:spec":{"f:replicas":{}}}},
+    {"manager":"kstate","operation":"Update","fieldsV1":{"f:metadata":{"f:annotations":{"f:note":{}}}}}]},
+    "spec":{"replicas":5,"paused":false}})");
+  struct Case {
+    const char* pointer;
+    bool owned_by_another;
+  };
+  const std::vector<Case> cases = {
+      {"/spec/replicas", true},                           // the autoscaler's
+      {"/spec/paused", false},                            // only kstate's apply
+      {"/metadata/annotations/note", true},               // kstate's own Update entry is another manager's write
+      {"/spec/template/spec/containers/0/image", false},  // under a list: not looked up
+      {"/spec/missing", false},
+  };
+  for (const auto& test : cases) {
+    INFO(test.pointer);
+    CHECK(owned_by_another_manager(live, test.pointer, "kstate") == test.owned_by_another);
+  }
+  json::Document desired = parse(R"({"spec":{"replicas":5,"paused":false}})");
+  give_up_fields(desired, live, {"/spec/replicas", "/spec/paused"}, "kstate");
+  CHECK(json::dump(desired) == R"({"spec":{"paused":false}})");
+}
+
 }  // namespace ignore_fields_test
