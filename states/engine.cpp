@@ -1167,14 +1167,15 @@ struct Engine::Impl {
 
   // Before an apply of an existing object with ignored fields: the ones another manager
   // owns leave the apply, so that kstate's ownership of them goes (ignore_fields.hpp).
-  // Reads the object with its managedFields when `live` lacks them (one GET, only for
-  // such objects and only when kstate writes).
-  asio::awaitable<void> give_up_ignored_fields(std::size_t index, json::Document& desired, const json::Value& live) {
+  // Reads the object with its managedFields when `live` lacks them or is no longer
+  // current (one GET, only for such objects and only when kstate writes).
+  asio::awaitable<void> give_up_ignored_fields(std::size_t index, json::Document& desired, const json::Value& live,
+                                               bool live_is_current) {
     const std::vector<std::string> pointers = ignored_fields(index);
     if (pointers.empty() || live.IsNull()) {
       co_return;
     }
-    if (json::find_path(live, {"metadata", "managedFields"}) != nullptr) {
+    if (live_is_current && json::find_path(live, {"metadata", "managedFields"}) != nullptr) {
       manifests::give_up_fields(desired, live, pointers, options.field_manager);
       co_return;
     }
@@ -1857,7 +1858,8 @@ struct Engine::Impl {
       co_await after_present(index, *live);
       co_return;
     }
-    if (may_take_over && (applied_by_kubectl || recorded_config_hash(*live).empty())) {
+    const bool taking_over = may_take_over && (applied_by_kubectl || recorded_config_hash(*live).empty());
+    if (taking_over) {
       if (auto taken = co_await take_over(index, *live); !taken.ok()) {
         fail(index, "taking over the fields of other managers: " + taken.error().describe());
         co_return;
@@ -1871,7 +1873,8 @@ struct Engine::Impl {
       auto refreshed = co_await live_object(index);
       live = refreshed.ok() ? *refreshed : &absent_object;
     } else {
-      co_await give_up_ignored_fields(index, desired, *live);
+      // (after a takeover, `live`'s managedFields are no longer the server's)
+      co_await give_up_ignored_fields(index, desired, *live, !taking_over);
       written = co_await apply_patch(index, desired);
     }
     if (!written.ok() && is_immutable_field_error(written.error())) {
