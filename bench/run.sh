@@ -17,6 +17,7 @@
 # Full (default): 1,000 objects, median of 9 runs (5 let one noisy stretch of a shared
 # machine move a median by 10 ms); scenario 6 also with 10,000 objects.
 # Scenario 8 always parses 10,000.
+# Scenario 9 (kstate inventory): 10,000 pods over 100 nodes; --quick: 1,000 over 10.
 # Scenarios 4-6 (daemon) run when this kstate has the `daemon` subcommand.
 set -euo pipefail
 
@@ -52,9 +53,10 @@ fi
 kstate="$build/kstate"
 emulator="$build/kstate-emulator"
 corpus_tool="$build/bench/kstate-bench-corpus"
+cluster_tool="$build/bench/kstate-bench-cluster"
 parse_tool="$build/bench/kstate-bench-parse"
 load_tool="$build/tests/emulator/kstate-emulator-load"
-for tool in "$kstate" "$emulator" "$corpus_tool" "$parse_tool"; do
+for tool in "$kstate" "$emulator" "$corpus_tool" "$parse_tool" "$cluster_tool"; do
   [[ -x "$tool" ]] || { echo "bench/run.sh: missing $tool (build the kstate, kstate-emulator and kstate-bench-* targets)" >&2; exit 2; }
 done
 have_kubectl=0
@@ -74,10 +76,11 @@ export HOME="$work/home"
 mkdir -p "$HOME"
 
 kc="$work/kubeconfig"
+# start_emulator [ARGS...]: extra arguments go to the emulator (e.g. --preload FILE).
 start_emulator() {
   stop_emulator
   rm -f "$kc"
-  "$emulator" --listen 127.0.0.1:0 --kubeconfig-out "$kc" >"$work/emulator.log" 2>&1 &
+  "$emulator" --listen 127.0.0.1:0 --kubeconfig-out "$kc" "$@" >"$work/emulator.log" 2>&1 &
   emulator_pid=$!
   [[ -n "$server_cpu" ]] && taskset -p -c "$server_cpu" "$emulator_pid" >/dev/null
   for _ in $(seq 200); do
@@ -548,6 +551,58 @@ report "8.parse-10k" "$(echo "$parse_line" | awk '{for (i = 1; i <= NF; i++) if 
   "kstate-bench-parse --runs N DIR   (DIR: kstate-bench-corpus --objects 10000 --namespaces 50)"
 report "8.parse-objects-per-s" "$(echo "$parse_line" | awk '{for (i = 1; i <= NF; i++) if ($i == "objects_per_s") print int($(i+1))}')" obj/s "(same)"
 
+# ---- Scenario 9: kstate inventory against a cluster of 10,000 pods --------------------
+# The emulator starts with the cluster preloaded (statuses included: kstate-bench-cluster
+# writes pods as a real LIST returns them, ~3.3 kB each with managedFields); kstate lists
+# nodes and pods in pages of 500 and keeps the summary. Peak memory is GNU time's maximum
+# RSS of the whole process; `kstate version`'s is printed as the floor any run has
+# (the binary and its libraries). kubectl reads the same objects once, as the baseline.
+inventory_pods=10000 inventory_nodes=100
+[[ $quick == 1 ]] && inventory_pods=1000 inventory_nodes=10
+"$cluster_tool" --out "$work/cluster.json" --pods "$inventory_pods" --nodes "$inventory_nodes" >/dev/null
+start_emulator --preload "$work/cluster.json"
+have_time=0
+[[ -x /usr/bin/time ]] && have_time=1
+# peak_kb COMMAND...: runs it (output to $work/last.out) and prints its maximum RSS in kB.
+peak_kb() { /usr/bin/time -f %M -o "$work/peak" "$@" >"$work/last.out" 2>&1 || true; tail -1 "$work/peak"; }
+inventory_ms=() inventory_rss=() digest_ms=() digest_rss=()
+digest=$(jq -r '[.items[] | select(.kind == "Pod") | .status.containerStatuses[0].imageID | select(. != "")][0] | split("@") | last | sub("^docker://"; "")' "$work/cluster.json")
+for ((run = 0; run < runs; run++)); do
+  inventory_ms+=("$(time_ms 0 -- "$kstate" inventory --kubeconfig "$kc" -A -o json)")
+  inventory_requests=$(jq .counts.requests "$work/last.out")
+  inventory_bytes=$(wc -c <"$work/last.out")
+  digest_ms+=("$(time_ms 0 -- "$kstate" inventory --kubeconfig "$kc" -A --digest "$digest")")
+  if [[ $have_time == 1 ]]; then
+    inventory_rss+=("$(peak_kb "$kstate" inventory --kubeconfig "$kc" -A -o json)")
+    digest_rss+=("$(peak_kb "$kstate" inventory --kubeconfig "$kc" -A --digest "$digest")")
+  fi
+done
+inventory_cmd="kstate inventory --kubeconfig KC -A -o json   ($inventory_pods pods, $inventory_nodes nodes: kstate-bench-cluster + kstate-emulator --preload)"
+report "9.inventory" "$(median "${inventory_ms[@]}")" ms "$inventory_cmd"
+report "9.inventory-requests" "$inventory_requests" req "(same; LIST pages of 500)"
+report "9.inventory-json-bytes" "$inventory_bytes" B "(same; the report's size)"
+report "9.inventory-digest" "$(median "${digest_ms[@]}")" ms "kstate inventory --kubeconfig KC -A --digest sha256:...   (where one build runs)"
+if [[ $have_time == 1 ]]; then
+  report "9.inventory-peak-rss" "$(median "${inventory_rss[@]}")" kB "/usr/bin/time -f %M $inventory_cmd"
+  report "9.inventory-digest-peak-rss" "$(median "${digest_rss[@]}")" kB "(the --digest run: a summary of one image, so the floor plus one page)"
+  report "9.version-peak-rss" "$(peak_kb "$kstate" version)" kB "/usr/bin/time -f %M kstate version   (any run's floor)"
+else
+  echo "(peak memory of scenario 9 skipped: /usr/bin/time, Debian package \`time\`, is not installed)"
+fi
+if [[ $have_kubectl == 1 ]]; then
+  # Once, timed and measured in the same run: it takes ~30 s for 10,000 pods on the
+  # shared 2-core machine (GNU time's own start adds about a millisecond).
+  if [[ $have_time == 1 ]]; then
+    kubectl_inventory_ms=$(time_ms 0 -- /usr/bin/time -f %M -o "$work/peak" kubectl --kubeconfig "$kc" get nodes,pods -A -o json)
+    report "9.inventory.kubectl" "$kubectl_inventory_ms" ms "kubectl --kubeconfig KC get nodes,pods -A -o json   (once)"
+    report "9.inventory-peak-rss.kubectl" "$(tail -1 "$work/peak")" kB "/usr/bin/time -f %M (same run)"
+  else
+    kubectl_inventory_ms=$(time_ms 0 -- kubectl_k get nodes,pods -A -o json)
+    report "9.inventory.kubectl" "$kubectl_inventory_ms" ms "kubectl --kubeconfig KC get nodes,pods -A -o json   (once)"
+  fi
+fi
+stop_emulator
+
 # ---- Ratios -------------------------------------------------------------------------------
 echo
 echo "ratios (baseline time / kstate time; >1 means kstate is faster):"
@@ -578,6 +633,11 @@ if [[ -n "${figure[1.raw-http-creates]:-}" ]]; then
 fi
 echo "  re-apply requests (kstate): ${figure[2.reapply-requests.kstate]}   (target: <= one per (kind, namespace) pair = $((8 * namespaces + 2)) here: 8 namespaced kinds x namespaces + Namespace + CRD, discovery cached)"
 echo "  discovery:     cold $disc_cold_req requests, cached $disc_cached_req requests"
+inventory_vs_kubectl=""
+[[ -n "${figure[9.inventory.kubectl]:-}" ]] &&
+  inventory_vs_kubectl="; kubectl get nodes,pods -A -o json takes $(ratio "${figure[9.inventory.kubectl]}" "${figure[9.inventory]}")x the time and ${figure[9.inventory-peak-rss.kubectl]:-?} kB"
+echo "  inventory:     $inventory_pods pods in ${figure[9.inventory]} ms, ${figure[9.inventory-requests]} requests," \
+  "peak RSS ${figure[9.inventory-peak-rss]:-?} kB (kstate version: ${figure[9.version-peak-rss]:-?} kB; target: a few tens of MB)$inventory_vs_kubectl"
 if [[ -n "${figure[4.daemon-one-file.debounce-default]:-}" ]]; then
   echo "  one changed file (daemon): write to applied ${figure[4.daemon-one-file.debounce-default]} ms with the default debounce (20ms)," \
     "${figure[4.daemon-one-file.debounce-50ms]} ms with 50ms (the daemon's reconcile ${figure[4.daemon-one-file-reconcile.debounce-default]} ms," \

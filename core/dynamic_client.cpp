@@ -69,22 +69,35 @@ asio::awaitable<Result<json::Document>> DynamicClient::get(const ApiResource& re
   co_return co_await send_for_object(requests::get(resource, ns, name, subresource));
 }
 
-asio::awaitable<Result<json::Document>> DynamicClient::list(const ApiResource& resource, std::string ns,
-                                                            ListOptions options) {
+asio::awaitable<Status> DynamicClient::list_pages(const ApiResource& resource, std::string ns, ListOptions options,
+                                                  PageHandler on_page) {
   if (options.limit <= 0) {
     options.limit = 500;  // kubectl's chunk size
   }
-  // The first page is the result (not copied); items of later pages are appended to it.
-  json::Document merged;
-  bool first = true;
   for (;;) {
     auto page = co_await send_for_object(requests::list(resource, ns, options));
     if (!page) {
       co_return page.error();
     }
     std::string continue_token(json::string_or(json::find_path(*page, {"metadata", "continue"}), ""));
+    if (auto handled = on_page(page.value()); !handled) {
+      co_return handled.error();
+    }
+    if (continue_token.empty()) {
+      co_return ok_status();
+    }
+    options.continue_token = std::move(continue_token);
+  }
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::list(const ApiResource& resource, std::string ns,
+                                                            ListOptions options) {
+  // The first page is the result (not copied); items of later pages are appended to it.
+  json::Document merged;
+  bool first = true;
+  auto merge = [&](json::Document& page) -> Status {
     if (first) {
-      merged = std::move(page).value();
+      merged = std::move(page);
       if (!merged.IsObject()) {
         merged.SetObject();
       }
@@ -92,16 +105,16 @@ asio::awaitable<Result<json::Document>> DynamicClient::list(const ApiResource& r
         json::set(merged, "items", json::Value(rapidjson::kArrayType), merged.GetAllocator());
       }
       first = false;
-    } else if (auto* page_items = json::find(*page, "items"); page_items != nullptr && page_items->IsArray()) {
+    } else if (auto* page_items = json::find(page, "items"); page_items != nullptr && page_items->IsArray()) {
       json::Value& items = *json::find(merged, "items");
       for (auto& item : page_items->GetArray()) {
         items.PushBack(json::Value(item, merged.GetAllocator()), merged.GetAllocator());
       }
     }
-    if (continue_token.empty()) {
-      break;
-    }
-    options.continue_token = continue_token;
+    return ok_status();
+  };
+  if (auto listed = co_await list_pages(resource, std::move(ns), std::move(options), merge); !listed) {
+    co_return listed.error();
   }
   if (auto* metadata = json::find(merged, "metadata"); metadata != nullptr && metadata->IsObject()) {
     metadata->RemoveMember("continue");

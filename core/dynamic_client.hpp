@@ -17,6 +17,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,12 @@ class DynamicClient {
   // Every page (limit per page: options.limit, default 500) merged into one List:
   // the first page's apiVersion/kind/metadata.resourceVersion and all items.
   asio::awaitable<Result<json::Document>> list(const ApiResource& resource, std::string ns, ListOptions options);
+  // The same LIST, each page handed to `on_page` as it arrives and dropped after it, so
+  // that memory holds one page, not the collection: for callers that keep a summary.
+  // Stops at the first error of a request or of `on_page`.
+  using PageHandler = std::function<Status(json::Document& page)>;
+  asio::awaitable<Status> list_pages(const ApiResource& resource, std::string ns, ListOptions options,
+                                     PageHandler on_page);
   asio::awaitable<Result<json::Document>> create(const ApiResource& resource, std::string ns, const json::Value& object,
                                                  WriteOptions options);
   asio::awaitable<Result<json::Document>> replace(const ApiResource& resource, std::string ns, std::string name,

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/credentials.hpp"
 #include "core/encoding.hpp"
 
 namespace kstate {
@@ -354,6 +355,13 @@ Result<ClientConfig> resolve(const MergedConfig& merged, const std::string& cont
       }
       if ((!config.token.empty() || !config.token_file.empty()) && !config.username.empty()) {
         return config_error(user_where + ": username/password or bearer token may be set, but not both");
+      }
+      for (auto [field, value] :
+           {std::pair{CredentialField::token, &config.token}, std::pair{CredentialField::username, &config.username},
+            std::pair{CredentialField::password, &config.password}}) {
+        if (auto problem = credential_problem(field, *value)) {
+          return config_error(user_where + ": " + *problem);
+        }
       }
       if (user.node["exec"]) {
         auto exec = parse_exec(user, user_where);

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/dynamic_client.hpp"
+#include "daemon/client_options.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/short_run_heap.hpp"
 #include "kstate/build_info.hpp"
@@ -29,11 +30,6 @@
 
 namespace kstate::daemon {
 namespace {
-
-std::optional<std::string> environment(const std::string& name) {
-  const char* value = std::getenv(name.c_str());
-  return value == nullptr ? std::nullopt : std::optional<std::string>(value);
-}
 
 void write_report(std::ostream& out, const cli::CommonOptions& common, const states::RunReport& report) {
   if (common.output == "json") {
@@ -97,16 +93,7 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
     return loaded;
   };
 
-  KubeconfigSources sources;
-  sources.kubeconfig_flag = common.kubeconfig;
-  sources.context = common.context;
-  sources.getenv = environment;
-  TransportOptions transport;
-  transport.qps = common.qps;
-  transport.burst = common.burst;
-  transport.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common.connect_timeout);
-  transport.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common.request_timeout);
-  auto client = make_client(io.get_executor(), sources, transport);
+  auto client = make_client(io.get_executor(), kubeconfig_sources(common), transport_options(common));
   if (!client.ok()) {
     finish_loading(false);
     err << name << ": " << client.error().message << "\n";

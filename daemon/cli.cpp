@@ -15,6 +15,7 @@
 #include "daemon/config_flags.hpp"
 #include "daemon/daemon_command.hpp"
 #include "daemon/discover_command.hpp"
+#include "daemon/inventory_command.hpp"
 #include "daemon/states_reconciler.hpp"
 #include "kstate/build_info.hpp"
 #include "manifests/object_validation.hpp"
@@ -38,14 +39,30 @@ void add_duration_option(CLI::App& app, const std::string& name, kstate::daemon:
           "DURATION"));
 }
 
-void add_common_flags(CLI::App& app, CommonOptions& common) {
+// Where the server is and how fast to talk to it.
+void add_connection_flags(CLI::App& app, CommonOptions& common) {
   app.add_option("--kubeconfig", common.kubeconfig, "Path to the kubeconfig file");
   app.add_option("--context", common.context, "Kubeconfig context to use");
+  add_duration_option(app, "--connect-timeout", common.connect_timeout, std::chrono::milliseconds(100),
+                      "Deadline for connecting to the API server, TLS handshake included (default 10s)");
+  add_duration_option(app, "--request-timeout", common.request_timeout, std::chrono::seconds(1),
+                      "Deadline for one request to the API server, its whole answer included (default 30s)");
+}
+void add_rate_flags(CLI::App& app, CommonOptions& common) {
+  app.add_option("--qps", common.qps, "Requests per second sent to the API server")->check(CLI::PositiveNumber);
+  app.add_option("--burst", common.burst, "Request burst above --qps")->check(CLI::Range(1, 100000));
+}
+void add_log_level_flag(CLI::App& app, CommonOptions& common) {
+  app.add_option("-v,--log-level", common.log_level, "Log level: trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+}
+
+void add_common_flags(CLI::App& app, CommonOptions& common) {
+  add_connection_flags(app, common);
   app.add_option("-o,--output", common.output, "Output format: text, json or junit")
       ->check(CLI::IsMember({"text", "json", "junit"}));
   app.add_option("--concurrency", common.concurrency, "States run in parallel")->check(CLI::Range(1, 1024));
-  app.add_option("--qps", common.qps, "Requests per second sent to the API server")->check(CLI::PositiveNumber);
-  app.add_option("--burst", common.burst, "Request burst above --qps")->check(CLI::Range(1, 100000));
+  add_rate_flags(app, common);
   app.add_option("--field-manager", common.field_manager, "Server-side apply field manager");
   app.add_flag("--prune,!--no-prune", common.prune, "Delete managed objects no longer in any manifest");
   app.add_flag("--allow-empty-prune", common.allow_empty_prune,
@@ -53,12 +70,25 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
   app.add_flag("--adopt,!--no-adopt", common.adopt,
                "Take over (label, and later prune) existing objects the manifests declare (default on)");
   app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder");
-  add_duration_option(app, "--connect-timeout", common.connect_timeout, std::chrono::milliseconds(100),
-                      "Deadline for connecting to the API server, TLS handshake included (default 10s)");
-  add_duration_option(app, "--request-timeout", common.request_timeout, std::chrono::seconds(1),
-                      "Deadline for one request to the API server, its whole answer included (default 30s)");
-  app.add_option("-v,--log-level", common.log_level, "Log level: trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  add_log_level_flag(app, common);
+}
+
+// inventory: only what a read-only listing uses (no prune, concurrency or field manager).
+void add_inventory_flags(CLI::App& app, Invocation& invocation) {
+  auto& options = invocation.inventory;
+  add_connection_flags(app, invocation.common);
+  app.add_option("-o,--output", invocation.common.output, "Output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  auto* ns = app.add_option("-n,--namespace", options.namespace_name,
+                            "Pods of this namespace (default: the kubeconfig context's namespace)");
+  app.add_flag("-A,--all-namespaces", options.all_namespaces, "Pods of every namespace")->excludes(ns);
+  app.add_option("--digest", options.digests,
+                 "Where these builds run: sha256:<hex>, or a RepoDigests entry REPO@sha256:<hex> (repeatable; "
+                 "exit 1 when one runs nowhere)");
+  app.add_option("--image", options.image, "Only this image repository (e.g. registry.example.com/team/app)");
+  app.add_option("--chunk-size", options.chunk_size, "Items per LIST page")->check(CLI::Range(1, 100000));
+  add_rate_flags(app, invocation.common);
+  add_log_level_flag(app, invocation.common);
 }
 
 // apply / test: which ApplySet the run manages. Its parent Secret records what the set
@@ -122,6 +152,10 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
   add_common_flags(*discover, invocation.common);
   discover->get_option("--output")->check(CLI::IsMember({"text", "json"}));
 
+  auto* inventory =
+      app.add_subcommand("inventory", "Nodes, and where each image digest runs (for matching builds by digest)");
+  add_inventory_flags(*inventory, invocation);
+
   app.add_subcommand("version", "Print version, commit and library versions");
 
   try {
@@ -157,6 +191,7 @@ std::map<std::string, Handler> default_handlers(bool whole_process) {
   return {
       {"version", print_version},
       {"discover", daemon::run_discover_command},
+      {"inventory", daemon::run_inventory_command},
       {"apply",
        [whole_process](const Invocation& invocation, std::ostream& out, std::ostream& err) {
          return daemon::run_apply_command(invocation, out, err, false, whole_process);

@@ -3,6 +3,7 @@
 // starting anything.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -44,13 +45,23 @@ struct CommonOptions {
   kstate::daemon::Duration request_timeout = std::chrono::seconds(30);
 };
 
+// `kstate inventory`: what to read and what to keep.
+struct InventoryOptions {
+  std::string namespace_name;        // -n/--namespace; empty: the kubeconfig context's namespace
+  bool all_namespaces = false;       // -A/--all-namespaces
+  std::vector<std::string> digests;  // --digest, each sha256:<hex> or repo@sha256:<hex>
+  std::string image;                 // --image REPO
+  std::int64_t chunk_size = 500;     // --chunk-size: items per LIST page, as kubectl's
+};
+
 struct Invocation {
-  std::string subcommand;  // apply | test | daemon | discover | version
+  std::string subcommand;  // apply | test | daemon | discover | inventory | version
   CommonOptions common;
   std::vector<std::string> paths;                                // apply / test
   std::string config_file;                                       // daemon
   std::vector<kstate::daemon::ConfigOverride> config_overrides;  // daemon: one flag per config key
   bool refresh = false;                                          // discover
+  InventoryOptions inventory;                                    // inventory
 };
 
 // A subcommand implementation: returns the process exit code.

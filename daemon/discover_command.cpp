@@ -6,21 +6,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "core/dynamic_client.hpp"
+#include "daemon/client_options.hpp"
 #include "daemon/logging.hpp"
+#include "daemon/text_table.hpp"
 #include "discovery/client.hpp"
 
 namespace kstate::daemon {
 namespace {
-
-std::optional<std::string> environment_variable(const std::string& name) {
-  if (const char* value = std::getenv(name.c_str()); value != nullptr) {
-    return std::string(value);
-  }
-  return std::nullopt;
-}
 
 std::string join(const std::vector<std::string>& values) {
   std::string out;
@@ -30,28 +24,13 @@ std::string join(const std::vector<std::string>& values) {
   return out;
 }
 
-void print_table(const std::vector<ApiResource>& rows, std::ostream& out) {
+void print_resources(const std::vector<ApiResource>& rows, std::ostream& out) {
   std::vector<std::vector<std::string>> cells{{"NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"}};
   for (const auto& row : rows) {
     cells.push_back(
         {row.plural, join(row.short_names), row.api_version(), row.namespaced ? "true" : "false", row.kind});
   }
-  std::vector<std::size_t> widths(5, 0);
-  for (const auto& line : cells) {
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      widths[i] = std::max(widths[i], line[i].size());
-    }
-  }
-  for (const auto& line : cells) {
-    std::string text;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      text += line[i];
-      if (i + 1 < line.size()) {
-        text += std::string(widths[i] - line[i].size() + 3, ' ');
-      }
-    }
-    out << text << "\n";
-  }
+  print_table(cells, out);
 }
 
 std::string cache_summary(const discovery::DiscoveryStats& stats) {
@@ -138,16 +117,7 @@ int run_discover_command(const cli::Invocation& invocation, std::ostream& out, s
     return cli::exit_failed;
   }
   boost::asio::io_context io;
-  KubeconfigSources sources;
-  sources.kubeconfig_flag = common.kubeconfig;
-  sources.context = common.context;
-  sources.getenv = environment_variable;
-  TransportOptions transport_options;
-  transport_options.qps = common.qps;
-  transport_options.burst = common.burst;
-  transport_options.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common.connect_timeout);
-  transport_options.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common.request_timeout);
-  auto client = make_client(io.get_executor(), sources, transport_options);
+  auto client = make_client(io.get_executor(), kubeconfig_sources(common), transport_options(common));
   if (!client) {
     err << "kstate discover: " << client.error().message << "\n";
     return cli::exit_failed;
@@ -170,7 +140,7 @@ int run_discover_command(const cli::Invocation& invocation, std::ostream& out, s
   if (common.output == "json") {
     print_json(rows, stats, out);
   } else {
-    print_table(rows, out);
+    print_resources(rows, out);
     out << "discovery: " << stats.requests << (stats.requests == 1 ? " request" : " requests") << ", "
         << cache_summary(stats) << (stats.format.empty() ? "" : " (" + stats.format + ")") << "\n";
   }

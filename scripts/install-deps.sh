@@ -12,7 +12,7 @@ packages=(
   catch2 libcli11-dev libsystemd-dev libdtl-dev
   clang clang-format clang-tidy libclang-rt-14-dev lld
   python3
-  jq curl  # bench/run.sh, whose quick mode CI runs as a smoke check
+  jq curl time  # bench/run.sh (time: peak memory), whose quick mode CI runs as a smoke check
 )
 # Optional tools: tests that use them skip when absent (kubectl is not in Debian 12).
 optional=(systemd prometheus)

@@ -68,6 +68,57 @@ TEST_CASE("DynamicClient over the fake transport: paged list, typed errors", "[c
   CHECK(fake.stats().requests["GET 404"] == 1);
 }
 
+TEST_CASE("DynamicClient::list_pages hands over each page as it comes and stops at the first error", "[client][fake]") {
+  FakeTransport fake;
+  auto page = [](const std::string& name, const std::string& continue_token) {
+    return R"({"kind":"DeploymentList","metadata":{"resourceVersion":"7")" +
+           (continue_token.empty() ? std::string() : R"(,"continue":")" + continue_token + R"(")") +
+           R"(},"items":[{"metadata":{"name":")" + name + R"("}}]})";
+  };
+  fake.respond(200, page("a", "token-1"));
+  fake.respond(200, page("b", "token-2"));
+  fake.respond(200, page("c", ""));
+  DynamicClient client(fake);
+  boost::asio::io_context io;
+  std::vector<std::string> seen;
+  auto record = [&](json::Document& list) -> Status {
+    for (const auto& item : json::find(list, "items")->GetArray()) {
+      seen.emplace_back(json::string_or(json::find_path(item, {"metadata", "name"}), ""));
+    }
+    return ok_status();
+  };
+  auto listed = run_sync(io, client.list_pages(deployments(), "", ListOptions{}, record));
+  REQUIRE(listed.ok());
+  CHECK(seen == std::vector<std::string>{"a", "b", "c"});
+  REQUIRE(fake.requests().size() == 3);
+  CHECK(fake.requests()[0].path == "/apis/apps/v1/deployments");
+  CHECK(query_value(fake.requests()[0], "limit") == "500");  // kubectl's chunk size when none is given
+  CHECK(query_value(fake.requests()[0], "continue").empty());
+  CHECK(query_value(fake.requests()[1], "continue") == "token-1");
+  CHECK(query_value(fake.requests()[2], "continue") == "token-2");
+  CHECK(query_value(fake.requests()[2], "limit") == "500");
+
+  // A failed page (403) ends the listing with its typed error.
+  fake.respond(200, page("a", "token-1"));
+  fake.respond(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","message":"deployments.apps is )"
+                    R"(forbidden","code":403})");
+  seen.clear();
+  auto forbidden = run_sync(io, client.list_pages(deployments(), "", ListOptions{}, record));
+  REQUIRE_FALSE(forbidden.ok());
+  CHECK(forbidden.error().kind == ErrorKind::forbidden);
+  CHECK(seen == std::vector<std::string>{"a"});
+
+  // So does the handler's own error: no further page is asked for.
+  fake.respond(200, page("a", "token-1"));
+  auto before = fake.requests().size();
+  auto refused = run_sync(io, client.list_pages(deployments(), "", ListOptions{}, [](json::Document&) -> Status {
+    return Error(ErrorKind::invalid, "not a list of deployments");
+  }));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message == "not a list of deployments");
+  CHECK(fake.requests().size() == before + 1);
+}
+
 TEST_CASE("DynamicClient parses large answers on the executor it is given, with the same results and errors",
           "[client][fake]") {
   FakeTransport fake;

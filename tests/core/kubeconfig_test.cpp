@@ -180,6 +180,12 @@ TEST_CASE("conflicting or unsupported settings are clear configuration errors", 
   check_error("", "    auth-provider: {name: gcp}\n", "auth-provider");
   check_error("", "    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, command: x}\n", "not supported");
   check_error("", "    client-key-data: '!!!notbase64'\n    client-certificate-data: " + ca + "\n", "base64");
+  // Values that would break the Authorization header, named by field but never shown.
+  check_error("", "    token: \"abc\\r\\nX-Injected: 1\"\n", "user \"u\" (kubeconfig ");
+  check_error("", "    token: \"abc\\r\\nX-Injected: 1\"\n", "token contains a control character");
+  check_error("", "    username: \"ad\\nmin\"\n    password: pw\n", "username contains a control character");
+  check_error("", "    username: admin\n    password: \"p\\u0007w\"\n", "password contains a control character");
+  check_error("", "    username: \"ad:min\"\n    password: pw\n", "username contains ':'");
 }
 
 }  // namespace kubeconfig_test

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <sstream>
+#include <tuple>
 
 namespace cli_test {
 
@@ -39,7 +40,7 @@ TEST_CASE("kstate version prints version, commit and library versions") {
 TEST_CASE("kstate --help lists every subcommand of the design") {
   auto r = run({"--help"});
   CHECK(r.code == 0);
-  for (const char* sub : {"apply", "test", "daemon", "discover", "version"}) {
+  for (const char* sub : {"apply", "test", "daemon", "discover", "inventory", "version"}) {
     INFO(sub);
     CHECK(r.out.find(sub) != std::string::npos);
   }
@@ -105,6 +106,51 @@ TEST_CASE("apply and test name their ApplySet with --applyset-name/--applyset-na
   auto bad_namespace = run({"apply", "dir", "--applyset-namespace", "a.b"});
   CHECK(bad_namespace.code == 2);
   CHECK(bad_namespace.err.find("--applyset-namespace") != std::string::npos);
+}
+
+TEST_CASE("inventory takes -n or -A, --digest with one or more values, --image and --chunk-size") {
+  auto parsed = [](std::vector<const char*> args) {
+    args.insert(args.begin(), "kstate");
+    std::map<std::string, kstate::cli::Handler> handlers;
+    kstate::cli::Invocation seen;
+    handlers["inventory"] = [&seen](const kstate::cli::Invocation& invocation, std::ostream&, std::ostream&) {
+      seen = invocation;
+      return 0;
+    };
+    std::ostringstream out;
+    std::ostringstream err;
+    int code = kstate::cli::run(static_cast<int>(args.size()), args.data(), handlers, out, err);
+    return std::make_tuple(code, seen, err.str());
+  };
+  auto [code, defaults, no_error] = parsed({"inventory"});
+  CHECK(code == 0);
+  CHECK(defaults.inventory.namespace_name.empty());  // the context's namespace
+  CHECK_FALSE(defaults.inventory.all_namespaces);
+  CHECK(defaults.inventory.chunk_size == 500);
+  CHECK(defaults.common.output == "text");
+
+  auto [digest_code, digests, digest_error] =
+      parsed({"inventory", "-A", "--digest", "sha256:a", "sha256:b", "--digest", "sha256:c", "--image", "nginx",
+              "--chunk-size", "50", "-o", "json", "--context", "ctx"});
+  CHECK(digest_code == 0);
+  CHECK(digests.inventory.all_namespaces);
+  CHECK(digests.inventory.digests == std::vector<std::string>{"sha256:a", "sha256:b", "sha256:c"});
+  CHECK(digests.inventory.image == "nginx");
+  CHECK(digests.inventory.chunk_size == 50);
+  CHECK(digests.common.output == "json");
+  CHECK(digests.common.context == "ctx");
+
+  CHECK(std::get<0>(parsed({"inventory", "-n", "shop"})) == 0);
+  CHECK(std::get<1>(parsed({"inventory", "-n", "shop"})).inventory.namespace_name == "shop");
+  // Usage errors: both scopes, a format it does not write, flags of apply.
+  for (std::vector<const char*> bad :
+       {std::vector<const char*>{"inventory", "-n", "shop", "-A"}, std::vector<const char*>{"inventory", "-o", "junit"},
+        std::vector<const char*>{"inventory", "--prune"}, std::vector<const char*>{"inventory", "--chunk-size", "0"}}) {
+    auto [bad_code, ignored, error] = parsed(bad);
+    INFO(bad.back());
+    CHECK(bad_code == 2);
+    CHECK(std::count(error.begin(), error.end(), '\n') == 1);
+  }
 }
 
 }  // namespace cli_test

@@ -5,10 +5,13 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <ctime>
 
+#include "tests/emulator/defaults.hpp"
 #include "tests/emulator/field_set.hpp"
 #include "tests/emulator/patch.hpp"
 #include "tests/emulator/validation.hpp"
@@ -189,11 +192,6 @@ Value* find_mutable(Value& object, std::initializer_list<std::string_view> path)
   return current;
 }
 
-bool bool_at(const Value& object, std::initializer_list<std::string_view> path) {
-  const Value* value = json::find_path(object, path);
-  return value != nullptr && value->IsBool() && value->GetBool();
-}
-
 // Everything but metadata and status: a change here bumps metadata.generation.
 bool spec_changed(const Value& old_object, const Value& new_object) {
   auto strip = [](const Value& object) {
@@ -221,24 +219,6 @@ bool is_write(std::string_view verb) {
 
 bool accepts(std::string_view accept, std::string_view needle) {
   return accept.find(needle) != std::string_view::npos;
-}
-
-// Moves Secret.stringData into data (base64), as kube-apiserver does on write.
-void fold_string_data(Value& secret, Allocator& allocator) {
-  Value* string_data = json::find(secret, "stringData");
-  if (string_data == nullptr) {
-    return;
-  }
-  if (string_data->IsObject()) {
-    Value& data = json::ensure_object(secret, "data", allocator);
-    for (const auto& member : string_data->GetObject()) {
-      if (member.value.IsString()) {
-        json::set_string(data, member.name.GetString(),
-                         base64(std::string_view(member.value.GetString(), member.value.GetStringLength())), allocator);
-      }
-    }
-  }
-  secret.RemoveMember("stringData");
 }
 
 std::string format_age(std::chrono::seconds age) {
@@ -429,6 +409,46 @@ std::string ApiServer::allocate_cluster_ip() {
   }
 }
 
+void ApiServer::allocate_service_addresses(Value& service, Allocator& allocator, bool dry_run) {
+  Value& spec = json::ensure_object(service, "spec", allocator);
+  const std::string type = string_at(spec, {"type"});
+  if (type == "ExternalName") {
+    return;
+  }
+  std::string ip = string_at(spec, {"clusterIP"});
+  if (ip.empty()) {
+    const auto reserved = next_cluster_ip_;
+    ip = allocate_cluster_ip();
+    if (dry_run) {
+      next_cluster_ip_ = reserved;  // a dry run must not consume the address
+    }
+    json::set_string(spec, "clusterIP", ip, allocator);
+  }
+  if (json::find(spec, "clusterIPs") == nullptr) {
+    Value ips(rapidjson::kArrayType);
+    ips.PushBack(json::make_string(ip, allocator), allocator);
+    json::set(spec, "clusterIPs", std::move(ips), allocator);
+  }
+  if (json::find(spec, "ipFamilies") == nullptr) {
+    Value families(rapidjson::kArrayType);
+    families.PushBack(json::make_string("IPv4", allocator), allocator);
+    json::set(spec, "ipFamilies", std::move(families), allocator);
+  }
+  if (json::find(spec, "ipFamilyPolicy") == nullptr) {
+    json::set_string(spec, "ipFamilyPolicy", "SingleStack", allocator);
+  }
+  if (type == "NodePort" || type == "LoadBalancer") {
+    if (Value* ports = json::find(spec, "ports"); ports != nullptr && ports->IsArray()) {
+      for (auto& port : ports->GetArray()) {
+        if (json::find(port, "nodePort") == nullptr) {
+          json::set(port, "nodePort", Value(static_cast<int>(dry_run ? next_node_port_ : next_node_port_++)),
+                    allocator);
+        }
+      }
+    }
+  }
+}
+
 // ---- entry point ------------------------------------------------------------------
 
 Response ApiServer::handle(const Request& request) {
@@ -572,7 +592,11 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
     response.verb = verb;
     return response;
   };
-  if (is_write(verb) && !request.identity.may_write) {
+  // A user without any grant may do nothing; one with read grants (access.hpp) reads only those.
+  const bool allowed =
+      request.identity.may_read &&
+      (is_write(verb) ? request.identity.may_write : may_read(options_.read_grants, request.identity.user, type));
+  if (!allowed) {
     auto details = details_for(&type, target.name);
     std::string subject = type.qualified_plural() + (target.name.empty() ? "" : " \"" + target.name + "\"");
     std::string scope = type.namespaced && !target.namespace_name.empty()
@@ -1078,6 +1102,39 @@ const std::string& ApiServer::serialized(const ObjectPtr& object) {
   return entry.json;
 }
 
+namespace {
+
+// The object without its kind and apiVersion, written member by member (no copy).
+std::string without_type_meta(const Value& object) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  for (const auto& member : object.GetObject()) {
+    std::string_view name(member.name.GetString(), member.name.GetStringLength());
+    if (name == "kind" || name == "apiVersion") {
+      continue;
+    }
+    writer.Key(member.name.GetString(), member.name.GetStringLength());
+    member.value.Accept(writer);
+  }
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace
+
+const std::string& ApiServer::serialized_item(const ObjectPtr& object, const ResourceType& type) {
+  const std::string& full = serialized(object);
+  if (type.custom) {
+    return full;
+  }
+  auto& entry = serialized_[object.get()];
+  if (entry.item_json.empty()) {
+    entry.item_json = without_type_meta(*object);
+  }
+  return entry.item_json;
+}
+
 Response ApiServer::list_objects(const Request& request, const Target& target) {
   const ResourceType& type = *target.type;
   auto labels = parse_label_selector(query(request, "labelSelector"));
@@ -1132,6 +1189,9 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     metadata +=
         ",\"continue\":\"" + base64(json::dump(token)) + "\",\"remainingItemCount\":" + std::to_string(remaining);
   }
+  if (remaining == 0 && type.custom) {
+    metadata += ",\"continue\":\"\"";  // custom resource lists always carry it
+  }
   metadata += "}";
   if (accepts(request.accept, "as=Table")) {
     Document table(rapidjson::kObjectType);
@@ -1184,7 +1244,7 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     if (i > 0) {
       body += ',';
     }
-    body += serialized(items[i]);
+    body += serialized_item(items[i], type);
   }
   body += "]}";
   return json_response(200, std::move(body));
@@ -1314,6 +1374,21 @@ std::string field_validation(const Request& request) {
   return mode.empty() ? "Warn" : mode;
 }
 
+// Who a write's managedFields entry names, and how its fields are told apart.
+ApplyRequest ownership_of(const ApiServer& api, const ResourceType& type, const std::string& manager,
+                          const std::string& subresource, bool force = false) {
+  ApplyRequest ownership;
+  ownership.manager = manager;
+  ownership.api_version = type.api_version();
+  ownership.time = api.now_rfc3339();
+  ownership.force = force;
+  ownership.skip_status = type.has_status && subresource.empty();
+  ownership.subresource = subresource;
+  ownership.rules.custom = type.custom;
+  ownership.zero_object = &zero_object(type);
+  return ownership;
+}
+
 // Checks apiVersion/kind of a body against the endpoint; empty when they match.
 std::optional<Response> check_type(const ResourceType& type, const Value& body) {
   auto api_version = string_at(body, {"apiVersion"});
@@ -1354,12 +1429,61 @@ std::optional<Response> handle_unknown_fields(const ResourceType& type, Value& o
     for (size_t i = 0; i < unknown.size(); ++i) {
       message += (i > 0 ? ", " : "") + std::string("unknown field \"") + unknown[i] + "\"";
     }
-    return bad_request(message);
+    return bad_request(decode_error_message(type, message));
   }
   for (const auto& field : unknown) {
     warnings.push_back("unknown field \"" + field + "\"");
   }
   return std::nullopt;
+}
+
+// What server-side apply refuses: fields the kind's schema does not declare, as paths
+// without the leading dot ("metadata.annotation", "spec.colour").
+std::vector<std::string> fields_not_in_schema(const ResourceType& type, const Value& object) {
+  Document copy = json::copy(object);
+  std::vector<std::string> unknown;
+  if (type.custom) {
+    if (type.schema) {
+      validate_and_prune(*type.schema, copy, unknown);
+    }
+  } else {
+    unknown = drop_unknown_builtin_fields(type, copy);
+  }
+  return unknown;
+}
+
+// 409 Conflict as kube-apiserver words it: causes only, no name or kind in the details;
+// several conflicts are grouped by manager (managers in order).
+Response apply_conflict(const std::vector<ApplyConflict>& conflicts) {
+  Document details(rapidjson::kObjectType);
+  Value causes(rapidjson::kArrayType);
+  for (const auto& item : conflicts) {
+    Value cause(rapidjson::kObjectType);
+    json::set_string(cause, "reason", "FieldManagerConflict", details.GetAllocator());
+    json::set_string(cause, "message", "conflict with " + item.manager, details.GetAllocator());
+    json::set_string(cause, "field", item.path, details.GetAllocator());
+    causes.PushBack(std::move(cause), details.GetAllocator());
+  }
+  json::set(details, "causes", std::move(causes), details.GetAllocator());
+  std::string message;
+  if (conflicts.size() == 1) {
+    message = "Apply failed with 1 conflict: conflict with " + conflicts[0].manager + ": " + conflicts[0].path;
+  } else {
+    std::map<std::string, std::vector<std::string>> by_manager;
+    for (const auto& item : conflicts) {
+      by_manager[item.manager].push_back(item.path);
+    }
+    message = "Apply failed with " + std::to_string(conflicts.size()) + " conflicts: ";
+    bool first = true;
+    for (const auto& [manager, paths] : by_manager) {
+      message += std::string(first ? "" : "\n") + "conflicts with " + manager + ":";
+      first = false;
+      for (const auto& path : paths) {
+        message += "\n- " + path;
+      }
+    }
+  }
+  return failure(409, "Conflict", message, &details);
 }
 
 void add_warnings(Response& response, const std::vector<std::string>& warnings) {
@@ -1464,9 +1588,18 @@ Response ApiServer::create_object(const Request& request, const Target& target, 
   }
   std::vector<std::string> warnings;
   std::vector<FieldCause> causes;
-  if (auto rejected = handle_unknown_fields(type, body, field_validation(request), warnings, causes)) {
-    return *rejected;
+  if (!from_apply) {
+    if (auto rejected = handle_unknown_fields(type, body, field_validation(request), warnings, causes)) {
+      return *rejected;
+    }
+  } else if (type.custom && type.schema) {
+    std::vector<std::string> none;  // an apply with unknown fields was refused before
+    causes = validate_and_prune(*type.schema, body, none);
   }
+  if (auto undecodable = normalize_decoded(type, body, allocator)) {
+    return bad_request(decode_error_message(type, *undecodable));
+  }
+  apply_defaults(type, body, allocator);
   auto more = validate_object(type, body);
   causes.insert(causes.end(), more.begin(), more.end());
   if (!causes.empty()) {
@@ -1480,83 +1613,19 @@ Response ApiServer::create_object(const Request& request, const Target& target, 
     return failure(409, "AlreadyExists", type.qualified_plural() + " \"" + name + "\" already exists", &details);
   }
   // Server-populated fields.
-  Value& meta = json::ensure_object(body, "metadata", allocator);
-  strip_server_metadata(meta.IsObject() ? body : body);
+  strip_server_metadata(body);
   Value& fresh_meta = json::ensure_object(body, "metadata", allocator);
   json::set_string(fresh_meta, "uid", new_uid(), allocator);
   json::set_string(fresh_meta, "creationTimestamp", now_rfc3339(), allocator);
   if (tracks_generation(type)) {
     json::set(fresh_meta, "generation", Value(1), allocator);
   }
-  if (type.has_status && type.plural != "namespaces") {
-    body.RemoveMember("status");  // status is only written through the status subresource
-  }
-  if (type.group.empty() && type.plural == "namespaces") {
-    json::set_string(json::ensure_object(fresh_meta, "labels", allocator), "kubernetes.io/metadata.name", name,
-                     allocator);
-    Value finalizers(rapidjson::kArrayType);
-    finalizers.PushBack(json::make_string("kubernetes", allocator), allocator);
-    json::set(json::ensure_object(body, "spec", allocator), "finalizers", std::move(finalizers), allocator);
-    Value status(rapidjson::kObjectType);
-    json::set_string(status, "phase", "Active", allocator);
-    json::set(body, "status", std::move(status), allocator);
-  }
-  if (type.group.empty() && type.plural == "secrets") {
-    fold_string_data(body, allocator);
-    if (json::find(body, "type") == nullptr) {
-      json::set_string(body, "type", "Opaque", allocator);
-    }
-  }
-  if (type.group.empty() && type.plural == "services") {
-    Value& spec = json::ensure_object(body, "spec", allocator);
-    auto service_type = string_at(spec, {"type"});
-    if (service_type.empty()) {
-      json::set_string(spec, "type", "ClusterIP", allocator);
-      service_type = "ClusterIP";
-    }
-    if (service_type != "ExternalName") {
-      std::string ip = string_at(spec, {"clusterIP"});
-      if (ip.empty()) {
-        ip = request.query.count("dryRun") ? "10.96.0.0" : allocate_cluster_ip();
-        if (request.query.count("dryRun") == 0) {
-          json::set_string(spec, "clusterIP", ip, allocator);
-        } else {
-          ip = allocate_cluster_ip();
-          --next_cluster_ip_;  // a dry run must not consume the address
-          json::set_string(spec, "clusterIP", ip, allocator);
-        }
-      }
-      Value ips(rapidjson::kArrayType);
-      ips.PushBack(json::make_string(ip, allocator), allocator);
-      json::set(spec, "clusterIPs", std::move(ips), allocator);
-    }
-  }
-  if (type.group == "apiextensions.k8s.io") {
-    Value status(rapidjson::kObjectType);
-    Value conditions(rapidjson::kArrayType);
-    Value names_accepted(rapidjson::kObjectType);
-    json::set_string(names_accepted, "type", "NamesAccepted", allocator);
-    json::set_string(names_accepted, "status", "True", allocator);
-    json::set_string(names_accepted, "reason", "NoConflicts", allocator);
-    json::set_string(names_accepted, "message", "no conflicts found", allocator);
-    json::set_string(names_accepted, "lastTransitionTime", now_rfc3339(), allocator);
-    conditions.PushBack(std::move(names_accepted), allocator);
-    Value established(rapidjson::kObjectType);
-    json::set_string(established, "type", "Established", allocator);
-    json::set_string(established, "status", "False", allocator);
-    json::set_string(established, "reason", "Installing", allocator);
-    json::set_string(established, "message", "the initial names have been accepted", allocator);
-    json::set_string(established, "lastTransitionTime", now_rfc3339(), allocator);
-    conditions.PushBack(std::move(established), allocator);
-    json::set(status, "conditions", std::move(conditions), allocator);
-    if (const Value* names = json::find_path(body, {"spec", "names"}); names != nullptr) {
-      json::set(status, "acceptedNames", Value(*names, allocator), allocator);
-    }
-    json::set(body, "status", std::move(status), allocator);
-  }
   if (!from_apply) {
-    ApplyRequest ownership{manager_of(request), type.api_version(), now_rfc3339(), false, type.has_status, ""};
-    record_update(nullptr, body, ownership, allocator);
+    record_update(nullptr, body, ownership_of(*this, type, manager_of(request), ""), allocator);
+  }
+  prepare_for_create(type, body, allocator);
+  if (type.group.empty() && type.plural == "services") {
+    allocate_service_addresses(body, allocator, query(request, "dryRun") == "All");
   }
   bool dry_run = query(request, "dryRun") == "All";
   Response response;
@@ -1621,9 +1690,15 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
     } else {
       result.RemoveMember("status");
     }
-    if (const Value* managed = json::find_path(updated, {"metadata", "managedFields"}); managed != nullptr) {
-      json::set(json::ensure_object(result, "metadata", result_allocator), "managedFields",
-                Value(*managed, result_allocator), result_allocator);
+    if (type.group == "apps" && !type.custom) {
+      // The workloads' status strategies keep what a status write does to annotations
+      // (the Deployment controller sets deployment.kubernetes.io/revision that way).
+      Value& result_metadata = json::ensure_object(result, "metadata", result_allocator);
+      if (const Value* annotations = json::find_path(updated, {"metadata", "annotations"}); annotations != nullptr) {
+        json::set(result_metadata, "annotations", Value(*annotations, result_allocator), result_allocator);
+      } else {
+        result_metadata.RemoveMember("annotations");
+      }
     }
     updated = std::move(result);
   }
@@ -1654,28 +1729,31 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
     }
   }
   json::set(metadata, "resourceVersion", Value(*json::find(old_metadata, "resourceVersion"), allocator), allocator);
-  if (type.group.empty() && type.plural == "secrets") {
-    fold_string_data(updated, allocator);
-  }
-  if (type.group.empty() && type.plural == "services") {
-    // An update that omits the allocated clusterIP keeps it, as kube-apiserver does.
-    Value& spec = json::ensure_object(updated, "spec", allocator);
-    if (string_at(spec, {"clusterIP"}).empty()) {
-      if (const Value* ip = json::find_path(*old, {"spec", "clusterIP"}); ip != nullptr) {
-        json::set(spec, "clusterIP", Value(*ip, allocator), allocator);
-      }
-      if (const Value* ips = json::find_path(*old, {"spec", "clusterIPs"}); ips != nullptr) {
-        json::set(spec, "clusterIPs", Value(*ips, allocator), allocator);
-      }
-    }
-    if (string_at(spec, {"type"}).empty()) {
-      json::set_string(spec, "type", "ClusterIP", allocator);
-    }
-  }
   std::vector<std::string> warnings;
   std::vector<FieldCause> causes;
-  if (auto rejected = handle_unknown_fields(type, updated, field_validation(request), warnings, causes)) {
-    return *rejected;
+  if (record_manager) {
+    if (auto rejected = handle_unknown_fields(type, updated, field_validation(request), warnings, causes)) {
+      return *rejected;
+    }
+  } else if (type.custom && type.schema) {
+    std::vector<std::string> none;  // an apply with unknown fields was refused before
+    causes = validate_and_prune(*type.schema, updated, none);
+  }
+  if (auto undecodable = normalize_decoded(type, updated, allocator)) {
+    return bad_request(decode_error_message(type, *undecodable));
+  }
+  apply_defaults(type, updated, allocator);
+  if (type.group.empty() && type.plural == "services") {
+    // An update that omits what the Service's creation allocated keeps it.
+    Value& spec = json::ensure_object(updated, "spec", allocator);
+    for (const char* field : {"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"}) {
+      const Value* given = json::find(spec, field);
+      if (given == nullptr || (given->IsString() && given->GetStringLength() == 0)) {
+        if (const Value* allocated = json::find_path(*old, {"spec", field}); allocated != nullptr) {
+          json::set(spec, field, Value(*allocated, allocator), allocator);
+        }
+      }
+    }
   }
   auto immutable = validate_immutable(type, *old, updated);
   causes.insert(causes.end(), immutable.begin(), immutable.end());
@@ -1690,13 +1768,7 @@ Response ApiServer::commit_update(const Request& request, const Target& target, 
     json::set(json::ensure_object(updated, "metadata", allocator), "generation", Value(next), allocator);
   }
   if (record_manager) {
-    ApplyRequest ownership{manager,
-                           type.api_version(),
-                           now_rfc3339(),
-                           false,
-                           type.has_status && !status_only,
-                           status_only ? "status" : ""};
-    record_update(old.get(), updated, ownership, allocator);
+    record_update(old.get(), updated, ownership_of(*this, type, manager, status_only ? "status" : ""), allocator);
   }
   bool dry_run = query(request, "dryRun") == "All";
   // No-op writes keep the resourceVersion (ignoring managedFields timestamps).
@@ -1846,52 +1918,37 @@ Response ApiServer::patch_object(const Request& request, const Target& target) {
       }
     }
   }
-  // Unknown fields are dropped before ownership is computed, so nobody owns them.
-  std::vector<std::string> warnings;
-  std::vector<FieldCause> ignored_causes;
-  if (auto rejected = handle_unknown_fields(type, *applied, field_validation(request), warnings, ignored_causes)) {
-    return *rejected;
+  // Server-side apply checks the configuration against the schema before anything
+  // else, and fails with an internal error (500, no reason) whatever fieldValidation
+  // says (kubernetes/kubernetes#122480; recordings 26 and 66).
+  if (auto unknown = fields_not_in_schema(type, *applied); !unknown.empty()) {
+    std::string message = "failed to create typed patch object (" + string_at(*applied, {"metadata", "namespace"}) +
+                          "/" + target.name + "; " + type.group + "/" + type.version + ", Kind=" + type.kind + "): ";
+    if (unknown.size() == 1) {
+      message += "." + unknown.front() + ": field not declared in schema";
+    } else {
+      message += "errors:";
+      for (const auto& path : unknown) {
+        message += "\n  ." + path + ": field not declared in schema";
+      }
+    }
+    return failure(500, "", message);
   }
+  std::vector<std::string> warnings;
   bool status_only = target.subresource == "status";
-  ApplyRequest apply_request{manager,
-                             type.api_version(),
-                             now_rfc3339(),
-                             query(request, "force") == "true",
-                             type.has_status && !status_only,
-                             status_only ? "status" : ""};
   Document live;
   if (old) {
     live.CopyFrom(*old, live.GetAllocator());
   }
-  auto outcome = server_side_apply(live, *applied, apply_request, live.GetAllocator());
+  auto outcome = server_side_apply(
+      live, *applied,
+      ownership_of(*this, type, manager, status_only ? "status" : "", query(request, "force") == "true"),
+      live.GetAllocator());
   if (!outcome) {
-    return failure(500, "InternalError", outcome.error().message);
+    return failure(500, "", outcome.error().message);
   }
   if (!outcome->empty()) {
-    const auto& conflicts = *outcome;
-    auto details = details_for(&type, target.name);
-    Value causes(rapidjson::kArrayType);
-    for (const auto& item : conflicts) {
-      Value cause(rapidjson::kObjectType);
-      json::set_string(cause, "reason", "FieldManagerConflict", details.GetAllocator());
-      json::set_string(cause, "message", "conflict with \"" + item.manager + "\" using " + item.api_version,
-                       details.GetAllocator());
-      json::set_string(cause, "field", item.path, details.GetAllocator());
-      causes.PushBack(std::move(cause), details.GetAllocator());
-    }
-    json::set(details, "causes", std::move(causes), details.GetAllocator());
-    std::string message;
-    if (conflicts.size() == 1) {
-      message = "Apply failed with 1 conflict: conflict with \"" + conflicts[0].manager + "\" using " +
-                conflicts[0].api_version + ": " + conflicts[0].path;
-    } else {
-      message = "Apply failed with " + std::to_string(conflicts.size()) + " conflicts: ";
-      for (size_t i = 0; i < conflicts.size(); ++i) {
-        message += std::string(i > 0 ? "\n" : "") + "conflict with \"" + conflicts[i].manager + "\" using " +
-                   conflicts[i].api_version + ": " + conflicts[i].path;
-      }
-    }
-    return failure(409, "Conflict", message, &details);
+    return apply_conflict(*outcome);
   }
   Response response;
   if (!old) {
@@ -2121,7 +2178,7 @@ Response ApiServer::delete_collection(const Request& request, const Target& targ
       continue;
     }
     auto result = delete_now(type, key, object, propagation, dry_run);
-    items += (items.empty() ? "" : ",") + json::dump(*result);
+    items += (items.empty() ? "" : ",") + (type.custom ? json::dump(*result) : without_type_meta(*result));
   }
   return json_response(200, "{\"kind\":\"" + type.kind + "List\",\"apiVersion\":\"" + type.api_version() +
                                 "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(store_.current_version()) +
@@ -2269,30 +2326,30 @@ void ApiServer::tick() {
     if (!crd) {
       continue;
     }
+    // kube-apiserver's naming and establishing controllers: both conditions and the
+    // accepted names at once, written through the status subresource (recording 61).
     Document updated = json::copy(*crd);
     auto& allocator = updated.GetAllocator();
-    if (Value* conditions = find_mutable(updated, {"status", "conditions"});
-        conditions != nullptr && conditions->IsArray()) {
-      for (auto& condition : conditions->GetArray()) {
-        if (string_at(condition, {"type"}) == "Established") {
-          json::set_string(condition, "status", "True", allocator);
-          json::set_string(condition, "reason", "InitialNamesAccepted", allocator);
-          json::set_string(condition, "message", "the initial names have been accepted", allocator);
-          json::set_string(condition, "lastTransitionTime", now_rfc3339(), allocator);
-        }
-      }
+    Value& status = json::ensure_object(updated, "status", allocator);
+    Value conditions(rapidjson::kArrayType);
+    for (auto [type, reason, message] :
+         {std::tuple{"NamesAccepted", "NoConflicts", "no conflicts found"},
+          std::tuple{"Established", "InitialNamesAccepted", "the initial names have been accepted"}}) {
+      Value condition(rapidjson::kObjectType);
+      json::set_string(condition, "type", type, allocator);
+      json::set_string(condition, "status", "True", allocator);
+      json::set_string(condition, "lastTransitionTime", now_rfc3339(), allocator);
+      json::set_string(condition, "reason", reason, allocator);
+      json::set_string(condition, "message", message, allocator);
+      conditions.PushBack(std::move(condition), allocator);
     }
-    Value stored_versions(rapidjson::kArrayType);
-    if (const Value* versions = json::find_path(updated, {"spec", "versions"});
-        versions != nullptr && versions->IsArray()) {
-      for (const auto& version : versions->GetArray()) {
-        if (bool_at(version, {"storage"})) {
-          stored_versions.PushBack(json::make_string(string_at(version, {"name"}), allocator), allocator);
-        }
-      }
+    json::set(status, "conditions", std::move(conditions), allocator);
+    if (const Value* names = json::find_path(updated, {"spec", "names"}); names != nullptr) {
+      json::set(status, "acceptedNames", Value(*names, allocator), allocator);
     }
-    json::set(json::ensure_object(updated, "status", allocator), "storedVersions", std::move(stored_versions),
-              allocator);
+    if (const ResourceType* crds = catalog_.find("apiextensions.k8s.io", "v1", "customresourcedefinitions")) {
+      record_update(crd.get(), updated, ownership_of(*this, *crds, "kube-apiserver", "status"), allocator);
+    }
     catalog_.set_custom(name, types_of_crd(updated));
     store_object(key, std::move(updated), "MODIFIED");
   }

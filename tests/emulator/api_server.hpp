@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/json.hpp"
+#include "tests/emulator/access.hpp"
 #include "tests/emulator/catalog.hpp"
 #include "tests/emulator/selectors.hpp"
 #include "tests/emulator/store.hpp"
@@ -29,6 +30,7 @@ struct Identity {
   std::string user;
   std::vector<std::string> groups;
   bool may_write = false;
+  bool may_read = true;  // false: a user without any RBAC grant (every resource request is 403)
 };
 
 struct Request {
@@ -96,6 +98,9 @@ class ApiServer {
     // compacted to the revision of the previous interval, so a long-running emulator
     // keeps one to two intervals of old object versions, not every write (0: never).
     std::chrono::milliseconds compaction_interval{std::chrono::minutes(5)};
+    // Users who may read only some resources (access.hpp): a get/list/watch of another
+    // is 403 Forbidden, as kube-apiserver's RBAC answers it.
+    ReadGrants read_grants;
   };
 
   ApiServer(Options options, Clock clock, std::uint64_t seed);
@@ -164,10 +169,16 @@ class ApiServer {
   // every object again, as kube-apiserver's watch cache serializes an object once for
   // all who read it. Keyed by address; an entry whose object is gone is stale.
   const std::string& serialized(const ObjectPtr& object);
+  // The JSON of an object as an item of a list: built-in kinds' list items carry no
+  // kind/apiVersion (kube-apiserver leaves them to the list), custom resources' do.
+  const std::string& serialized_item(const ObjectPtr& object, const ResourceType& type);
 
   std::string new_uid();
   std::string random_suffix();
   std::string allocate_cluster_ip();
+  // A new Service's clusterIP(s), IP family fields and node ports, as the service REST
+  // storage allocates them (a dry run reserves nothing).
+  void allocate_service_addresses(json::Value& service, json::Allocator& allocator, bool dry_run);
   std::string discovery_document(bool aggregated_core, const std::string& version) const;
 
   Options options_;
@@ -187,9 +198,11 @@ class ApiServer {
   std::optional<std::chrono::system_clock::time_point> last_compaction_;
   std::uint64_t revision_at_last_compaction_ = 0;
   std::uint32_t next_cluster_ip_ = 10;
+  std::uint32_t next_node_port_ = 30000;
   struct SerializedObject {
     std::weak_ptr<const json::Document> object;
     std::string json;
+    std::string item_json;  // built-in kinds' list item form, made on first use
   };
   std::unordered_map<const json::Document*, SerializedObject> serialized_;
 };

@@ -28,6 +28,7 @@
 
 #include "tests/emulator/api_server.hpp"
 #include "tests/emulator/persistence.hpp"
+#include "tests/emulator/preload.hpp"
 
 namespace kstate::emulator {
 
@@ -109,7 +110,16 @@ std::string subject_entry(X509_NAME* name, int nid, int& last) {
 }  // namespace
 
 std::string make_kubeconfig(const std::string& server_url, const std::string& ca_pem, const std::string& admin_token,
-                            const std::string& readonly_token, const CertificateAndKey& client_certificate) {
+                            const std::string& readonly_token, const CertificateAndKey& client_certificate,
+                            const std::vector<PasswordUser>& password_users) {
+  std::string password_user_entries;
+  std::string password_contexts;
+  for (const auto& user : password_users) {
+    password_user_entries +=
+        "- name: " + user.name + "\n  user:\n    username: " + user.name + "\n    password: " + user.password + "\n";
+    password_contexts += "- name: " + user.name + "\n  context:\n    cluster: kstate-emulator\n    user: " + user.name +
+                         "\n    namespace: default\n";
+  }
   std::ostringstream out;
   out << "apiVersion: v1\nkind: Config\n"
       << "clusters:\n- name: kstate-emulator\n  cluster:\n    server: " << server_url
@@ -119,11 +129,12 @@ std::string make_kubeconfig(const std::string& server_url, const std::string& ca
       << "- name: cert-admin\n  user:\n    client-certificate-data: "
       << base64_encode(client_certificate.certificate_pem)
       << "\n    client-key-data: " << base64_encode(client_certificate.key_pem) << "\n"
+      << password_user_entries
       << "contexts:\n- name: kstate-emulator\n  context:\n    cluster: kstate-emulator\n    user: admin\n"
       << "    namespace: default\n"
       << "- name: readonly\n  context:\n    cluster: kstate-emulator\n    user: readonly\n    namespace: default\n"
       << "- name: cert-admin\n  context:\n    cluster: kstate-emulator\n    user: cert-admin\n    namespace: default\n"
-      << "current-context: kstate-emulator\n";
+      << password_contexts << "current-context: kstate-emulator\n";
   return out.str();
 }
 
@@ -198,12 +209,13 @@ class Emulator {
       : io_(io),
         options_(options),
         credentials_(std::move(credentials)),
+        password_users_(password_users(credentials_.admin_token)),
         ssl_(ssl::context::tls_server),
         acceptor_(io),
         tick_timer_(io),
         api_(
-            make_api_options(options, credentials_.ca.certificate_pem), [] { return std::chrono::system_clock::now(); },
-            seed(options)),
+            make_api_options(options, credentials_.ca.certificate_pem, password_users_),
+            [] { return std::chrono::system_clock::now(); }, seed(options)),
         faults_(seed(options) + 1) {
     faults_.set(options.faults);
   }
@@ -272,8 +284,17 @@ class Emulator {
     }
     api_.store().on_change = [this] { wake_watchers(); };
 
+    for (const auto& file : options_.preload) {
+      auto text = read_file(file);
+      if (!text) {
+        return Error(ErrorKind::io, "--preload " + file.string() + ": cannot read it");
+      }
+      if (auto loaded = preload_objects(api_, *text, file.string()); !loaded) {
+        return Error(loaded.error().kind, "--preload " + loaded.error().message);
+      }
+    }
     auto kubeconfig = make_kubeconfig(url_, credentials_.ca.certificate_pem, credentials_.admin_token,
-                                      credentials_.readonly_token, credentials_.client);
+                                      credentials_.readonly_token, credentials_.client, password_users_);
     if (auto written = write_file_atomically(options_.kubeconfig_out, kubeconfig); !written.ok()) {
       return written;
     }
@@ -329,8 +350,10 @@ class Emulator {
   }
 
  private:
-  static ApiServer::Options make_api_options(const EmulatorOptions& options, const std::string& ca_pem) {
+  static ApiServer::Options make_api_options(const EmulatorOptions& options, const std::string& ca_pem,
+                                             const std::vector<PasswordUser>& password_users) {
     ApiServer::Options api_options;
+    api_options.read_grants = read_grants_of(password_users);
     api_options.root_ca_pem = ca_pem;
     api_options.version = options.version;
     api_options.aggregated_discovery = options.aggregated_discovery;
@@ -389,7 +412,11 @@ class Emulator {
     auto authorization = message[http::field::authorization];
     if (!authorization.empty()) {
       std::string_view header(authorization.data(), authorization.size());
-      if (header.starts_with("Bearer ")) {
+      if (header.starts_with("Basic ")) {
+        if (auto user = check_basic_auth(password_users_, header.substr(6))) {
+          identity = {true, *user, {"system:authenticated"}, false};
+        }
+      } else if (header.starts_with("Bearer ")) {
         auto token = header.substr(7);
         if (token == credentials_.admin_token) {
           identity = {true, "admin", {"system:masters", "system:authenticated"}, true};
@@ -401,7 +428,7 @@ class Emulator {
           if (extra->second.admin) {
             groups.insert(groups.begin(), "system:masters");
           }
-          identity = {true, extra->second.user, std::move(groups), extra->second.admin};
+          identity = {true, extra->second.user, std::move(groups), extra->second.admin, extra->second.may_read};
         }
       }
       return identity;  // a bad token is 401 even with a certificate, as in kube-apiserver
@@ -470,6 +497,7 @@ class Emulator {
     }
     if (request.path == "/emulator/tokens" && request.method == "POST") {
       // {"token": T, "user": U, "admin": bool} accepts T from now on; {"token": T, "revoke": true} stops.
+      // "access": "none" makes U a user without any RBAC grant (403 on every resource request).
       auto body = json::parse(request.body);
       std::string token = body ? std::string(json::string_or(json::find(*body, "token"), "")) : "";
       if (token.empty()) {
@@ -483,7 +511,8 @@ class Emulator {
       } else {
         const auto* admin = json::find(*body, "admin");
         extra_tokens_[token] = {std::string(json::string_or(json::find(*body, "user"), "rotated")),
-                                admin != nullptr && admin->IsBool() && admin->GetBool()};
+                                admin != nullptr && admin->IsBool() && admin->GetBool(),
+                                json::string_or(json::find(*body, "access"), "") != "none"};
       }
       response.body = "{\"tokens\":" + std::to_string(extra_tokens_.size()) + "}";
       return response;
@@ -762,6 +791,7 @@ class Emulator {
   net::io_context& io_;
   EmulatorOptions options_;
   Credentials credentials_;
+  std::vector<PasswordUser> password_users_;
   ssl::context ssl_;
   tcp::acceptor acceptor_;
   net::steady_timer tick_timer_;
@@ -780,6 +810,7 @@ class Emulator {
   struct ExtraToken {
     std::string user;
     bool admin = false;
+    bool may_read = true;
   };
   std::map<std::string, ExtraToken> extra_tokens_;  // added by /emulator/tokens
   std::uint64_t watch_drop_generation_ = 0;         // bumped by /emulator/drop-watches

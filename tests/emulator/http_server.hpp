@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "tests/emulator/access.hpp"
 #include "tests/emulator/control.hpp"
 #include "tests/emulator/pki.hpp"
 
@@ -31,13 +33,17 @@ struct EmulatorOptions {
   bool namespace_controllers = true;
   double namespace_controllers_delay_seconds = 0;  // 0: at once, before the namespace's create is answered
   std::uint64_t seed = 0;                          // 0: random
+  // --preload: fixture files whose objects are stored at start-up, status included (preload.hpp)
+  std::vector<std::filesystem::path> preload;
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.
 int run_emulator(const EmulatorOptions& options);
 
-// The kubeconfig the emulator writes (contexts: default admin token, `readonly`, `cert-admin`).
+// The kubeconfig the emulator writes (contexts: default admin token, `readonly`, `cert-admin`,
+// and one per password user: `basic-reader`, `pod-reader`; access.hpp).
 std::string make_kubeconfig(const std::string& server_url, const std::string& ca_pem, const std::string& admin_token,
-                            const std::string& readonly_token, const CertificateAndKey& client_certificate);
+                            const std::string& readonly_token, const CertificateAndKey& client_certificate,
+                            const std::vector<PasswordUser>& password_users = {});
 
 }  // namespace kstate::emulator

@@ -2,7 +2,7 @@
 //   kstate-emulator --listen 127.0.0.1:0 --kubeconfig-out FILE [--data-dir DIR] [--version 1.31]
 //                   [--crd-establish-delay SECONDS] [--crd-update-delay SECONDS]
 //                   [--compaction-interval SECONDS] [--no-namespace-controllers] [--namespace-controllers-delay
-//                   SECONDS] [--fault-* ...]
+//                   SECONDS] [--preload FILE ...] [--fault-* ...]
 // Prints "listening on https://127.0.0.1:PORT" once it accepts connections.
 #include <CLI/CLI.hpp>
 
@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
                  "default 0: at once, before the namespace's create is answered)")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--seed", options.seed, "random seed (uids, generated names, fault rolls)");
+  app.add_option("--preload", options.preload,
+                 "YAML or JSON file of objects stored at start-up as a running cluster's state, status included "
+                 "(e.g. Nodes and Pods with container statuses); repeatable");
   CLI11_PARSE(app, argc, argv);
   options.kubeconfig_out = kubeconfig;
   options.aggregated_discovery = !no_aggregated_discovery;

@@ -52,6 +52,22 @@ std::vector<std::string> list_merge_keys(std::string_view field_name, const json
   return {};
 }
 
+std::vector<std::string> list_map_keys(std::string_view field_name, const json::Value& sample_item) {
+  auto keys = list_merge_keys(field_name, sample_item);
+  if (field_name == "ports" && !keys.empty()) {
+    keys.emplace_back("protocol");
+  }
+  return keys;
+}
+
+std::string_view list_key_default(std::string_view key) {
+  return key == "protocol" ? "TCP" : "";
+}
+
+bool is_keyed_list_field(std::string_view field_name) {
+  return field_name == "ports" || !list_merge_keys(field_name, json::Value(rapidjson::kObjectType)).empty();
+}
+
 bool is_set_list(std::string_view field_name) {
   return field_name == "finalizers";
 }

@@ -19,6 +19,15 @@ namespace kstate::emulator {
 // when the list is atomic (replaced as a whole). `sample_item` disambiguates
 // lists that share a name (container ports vs Service ports).
 std::vector<std::string> list_merge_keys(std::string_view field_name, const json::Value& sample_item);
+// The keys server-side apply and managedFields identify list items with (the Go
+// types' +listMapKey): as list_merge_keys, except that ports are keyed by port and
+// protocol together. A key field left out of an item counts with its default
+// (protocol: "TCP"), see list_key_default.
+std::vector<std::string> list_map_keys(std::string_view field_name, const json::Value& sample_item);
+// The default of a list map key field an item may leave out ("TCP" for protocol), or "".
+std::string_view list_key_default(std::string_view key);
+// Whether the list stored under `field_name` is keyed (a map of items) even when it is empty.
+bool is_keyed_list_field(std::string_view field_name);
 // Lists of scalars merged as sets (metadata.finalizers).
 bool is_set_list(std::string_view field_name);
 

@@ -158,9 +158,28 @@ std::vector<FieldCause> validate_immutable(const ResourceType& type, const json:
     }
   };
   if (type.group.empty() && type.plural == "services") {
-    const json::Value* old_ip = json::find_path(old_object, {"spec", "clusterIP"});
-    if (old_ip != nullptr && old_ip->IsString() && old_ip->GetStringLength() > 0) {
-      immutable({"spec", "clusterIP"}, "spec.clusterIP");
+    // The service storage copies a changed clusterIP into clusterIPs[0], which may not
+    // change once allocated; the message shows the new list as Go prints it.
+    const std::string old_ip(json::string_or(json::find_path(old_object, {"spec", "clusterIP"}), ""));
+    std::string new_ip(json::string_or(json::find_path(new_object, {"spec", "clusterIP"}), ""));
+    std::vector<std::string> new_ips;
+    if (const json::Value* ips = json::find_path(new_object, {"spec", "clusterIPs"});
+        ips != nullptr && ips->IsArray()) {
+      for (const auto& ip : ips->GetArray()) {
+        new_ips.emplace_back(json::string_or(&ip, ""));
+      }
+    }
+    if (new_ips.empty()) {
+      new_ips.push_back(new_ip);
+    } else if (!new_ip.empty()) {
+      new_ips[0] = new_ip;
+    }
+    if (!old_ip.empty() && new_ips[0] != old_ip) {
+      std::string shown = "[]string{";
+      for (size_t i = 0; i < new_ips.size(); ++i) {
+        shown += (i > 0 ? ", " : "") + quoted(new_ips[i]);
+      }
+      causes.push_back(invalid("spec.clusterIPs[0]", shown + "}", "may not change once set"));
     }
   }
   if (type.group == "apps" && type.plural != "replicasets") {

@@ -81,7 +81,8 @@ TEST_CASE("fieldValidation: Strict rejects unknown fields, Warn warns and drops 
   auto strict = h.post(kConfigMaps + "?fieldValidation=Strict", body);
   CHECK(strict.status == 400);
   CHECK(str(parse(strict), {"message"}) ==
-        "strict decoding error: unknown field \"extra\", unknown field \"metadata.bogus\"");
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field "
+        "\"extra\", unknown field \"metadata.bogus\"");
   auto warn = h.post(kConfigMaps + "?fieldValidation=Warn", body);
   REQUIRE(warn.status == 201);
   CHECK(json::find(parse(warn), "extra") == nullptr);
