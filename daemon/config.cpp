@@ -14,6 +14,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "daemon/logging.hpp"
 #include "manifests/object_validation.hpp"
 
 namespace kstate::daemon {
@@ -123,21 +124,23 @@ Status set_qps(DaemonConfig& config, const std::string& value) {
 }
 
 Status set_log_level(DaemonConfig& config, const std::string& value) {
-  static const char* const levels[] = {"trace", "debug", "info", "warn", "error", "off"};
-  if (std::find(std::begin(levels), std::end(levels), value) == std::end(levels)) {
-    return bad_value("expected one of trace, debug, info, warn, error, off, got \"" + value + "\"");
+  const auto name = log_level_name(value);
+  if (!name) {
+    return bad_value("expected one of trace, debug, info, warn, error, off (or kubectl's 0-10), got \"" + value + "\"");
   }
-  config.log_level = value;
+  config.log_level = std::string(*name);
   return ok_status();
 }
 
 Status set_log_format(DaemonConfig& config, const std::string& value) {
   if (value == "text") {
     config.log_format = LogFormat::text;
+  } else if (value == "journal") {
+    config.log_format = LogFormat::journal;
   } else if (value == "json") {
     config.log_format = LogFormat::json;
   } else {
-    return bad_value("expected text or json, got \"" + value + "\"");
+    return bad_value("expected text, journal or json, got \"" + value + "\"");
   }
   return ok_status();
 }
@@ -220,8 +223,11 @@ const std::vector<KeyEntry>& key_table() {
         duration_setter([](DaemonConfig& c) -> Duration& { return c.request_timeout; }, 1s));
     add("cache-dir", "Discovery cache folder", string_setter(&DaemonConfig::cache_dir, false));
     add("state-dir", "Folder for the daemon's own state", string_setter(&DaemonConfig::state_dir, false));
-    add("log.level", "Log level: trace, debug, info, warn, error, off", set_log_level);
-    add("log.format", "Log format: text or json (one object per line)", set_log_format);
+    add("log.level", "Log level: trace, debug, info, warn, error, off, or kubectl's -v numbers 0-10", set_log_level);
+    add("log.format",
+        "Log format: text (journal when stderr is the journal), journal (<N> priority prefixes, no time) or json "
+        "(one object per line, with state, kind, namespace, name, action, file, line, duration_ms)",
+        set_log_format);
     add("check-manifest-permissions", "Refuse manifests writable by group or others",
         bool_setter([](DaemonConfig& c) -> bool& { return c.check_manifest_permissions; }), true);
     return t;
@@ -308,7 +314,14 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 std::string_view to_string(LogFormat format) {
-  return format == LogFormat::json ? "json" : "text";
+  switch (format) {
+    case LogFormat::journal:
+      return "journal";
+    case LogFormat::json:
+      return "json";
+    default:
+      return "text";
+  }
 }
 
 Result<HostPort> parse_host_port(std::string_view address) {

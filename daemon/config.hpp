@@ -16,7 +16,9 @@
 
 namespace kstate::daemon {
 
-enum class LogFormat { text, json };
+// text: time, level and message; journal: `<N>` priority prefixes for journald (chosen
+// by itself when stderr is the journal); json: one object per line with structured fields.
+enum class LogFormat { text, journal, json };
 
 // Lease-based leader election, with client-go's defaults (leaderelection.LeaderElectionConfig).
 struct LeaderElectionConfig {

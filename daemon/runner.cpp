@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 
+#include "core/log_fields.hpp"
 #include "daemon/http_endpoints.hpp"
 #include "daemon/leader_election.hpp"
 #include "daemon/runner.hpp"
@@ -627,7 +628,10 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     }
     metrics.ready.set({}, probes.ready ? 1 : 0);
     const auto level = summary.succeeded() ? spdlog::level::info : spdlog::level::warn;
-    spdlog::log(level, "{} reconcile in {:.3f}s: {}", kind, seconds, summary.describe());
+    LogFields fields;
+    fields.action = "reconcile";
+    fields.duration_ms = seconds * 1000;
+    log_with(fields, level, "{} reconcile in {:.3f}s: {}", kind, seconds, summary.describe());
   }
 
   asio::awaitable<ReconcileSummary> guarded(asio::awaitable<ReconcileSummary> work) {

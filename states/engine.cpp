@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 
+#include "core/log_fields.hpp"
 #include "states/compare.hpp"
 #include "states/diff.hpp"
 #include "states/ordering.hpp"
@@ -122,7 +123,8 @@ struct Engine::Impl {
     // exist when the pair was read, and the cluster makes an object of its name in every
     // new namespace; or a create found it made meanwhile.
     bool read_when_run = false;
-    bool create_raced = false;  // a create of it was answered 409 AlreadyExists
+    bool create_raced = false;                 // a create of it was answered 409 AlreadyExists
+    std::optional<Clock::time_point> started;  // when execute() began it
   };
   // Live objects of one (resource, namespace) pair, read once. The objects point into
   // live_documents (a LIST answer is kept whole, not copied item by item).
@@ -852,8 +854,24 @@ struct Engine::Impl {
     slot.done = true;
     slot.result.result = false;
     slot.result.comment = std::move(comment);
-    spdlog::warn("failed {} ({}): {}", slot.result.name, slot.result.source.to_string(),
-                 slot.result.comment.substr(0, slot.result.comment.find('\n')));
+    log_with(log_fields(slot, "failed"), spdlog::level::warn, "failed {} ({}): {}", slot.result.name,
+             slot.result.source.to_string(), slot.result.comment.substr(0, slot.result.comment.find('\n')));
+  }
+
+  // What a JSON log line about this slot's state carries besides its message.
+  LogFields log_fields(const Slot& slot, std::string_view action) const {
+    LogFields fields;
+    fields.state_id = slot.result.id;
+    fields.kind = slot.ref.gvk.kind;
+    fields.namespace_name = slot.ref.ns;
+    fields.name = slot.ref.name;
+    fields.action = action;
+    fields.file = slot.result.source.file;
+    fields.line = slot.result.source.line;
+    if (slot.started) {
+      fields.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - *slot.started).count();
+    }
+    return fields;
   }
 
   void succeed(std::size_t index, std::string comment) {
@@ -878,7 +896,8 @@ struct Engine::Impl {
     } else {
       slot.result.result = true;
       slot.result.comment = verb;
-      spdlog::info("{} {} ({})", verb, slot.result.name, slot.result.source.to_string());
+      log_with(log_fields(slot, verb), spdlog::level::info, "{} {} ({})", verb, slot.result.name,
+               slot.result.source.to_string());
     }
     if (verb == "deleted") {
       json::set_string(slot.result.changes, "deleted", slot.result.name, slot.result.changes.GetAllocator());
@@ -994,6 +1013,7 @@ struct Engine::Impl {
   asio::awaitable<void> execute(std::size_t index, const std::vector<std::size_t>& requisites) {
     auto started = Clock::now();
     Slot& slot = slots[index];
+    slot.started = started;
     start_result(index);
     for (std::size_t d : requisites) {
       if (d < slots.size() && slots[d].failed) {

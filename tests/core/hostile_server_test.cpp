@@ -164,7 +164,7 @@ TEST_CASE("hostile server: an allocation that fails while an answer is read fail
   CHECK(answer.error().kind == ErrorKind::internal);
   CHECK_THAT(answer.error().message, Catch::Contains("GET /api/v1/configmaps: out of memory reading the response"));
   WARN("900 MiB body announced with 24 MiB of address space left: the request failed (" << answer.error().message
-                                                                             << "), the process went on");
+                                                                                        << "), the process went on");
 #endif
 }
 

@@ -3,12 +3,15 @@
 // cluster, /readyz and /metrics, the log) when files are added, edited the ways
 // editors do it, broken, removed, when the cluster drifts, and on SIGHUP/SIGTERM.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "core/json.hpp"
@@ -484,6 +487,53 @@ TEST_CASE("a manifest writable by others is refused with its name until fixed, a
   }
   CHECK(files > 0);
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
+
+TEST_CASE("under systemd (JOURNAL_STREAM names stderr) each log line starts with its priority and has no time") {
+  Emulator emulator;
+  Daemon daemon(emulator);
+  write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
+  write_file(daemon.manifests / "broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [half\n");
+  // systemd sets JOURNAL_STREAM to the device and inode of the stream it gave stderr.
+  write_file(daemon.log, "");
+  struct stat log_file {};
+  REQUIRE(::stat(daemon.log.c_str(), &log_file) == 0);
+  daemon.start("env JOURNAL_STREAM=" + std::to_string(log_file.st_dev) + ":" + std::to_string(log_file.st_ino));
+  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(eventually([&] { return daemon.color("app") == "blue"; }));
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+
+  std::vector<std::string> lines;
+  std::istringstream log(daemon.log_text());
+  for (std::string line; std::getline(log, line);) {
+    lines.push_back(line);
+  }
+  INFO(daemon.log_text());
+  REQUIRE_FALSE(lines.empty());
+  auto has_line = [&lines](const std::string& prefix, const std::string& text) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.rfind(prefix, 0) == 0 && line.find(text) != std::string::npos;
+    });
+  };
+  for (const std::string& line : lines) {
+    CHECK(std::regex_match(line, std::regex("<[2-7]>[^0-9].*")));  // a priority, then no timestamp
+  }
+  CHECK(has_line("<6>", "kstate daemon starting"));
+  CHECK(has_line("<6>", "created ConfigMap/default/app"));
+  CHECK(has_line("<3>", "broken.yaml:5:1: YAML syntax error"));
+}
+
+TEST_CASE("a JOURNAL_STREAM that is not stderr (inherited, then redirected) keeps the text format") {
+  Emulator emulator;
+  Daemon daemon(emulator);
+  write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
+  daemon.start("env JOURNAL_STREAM=1:2");
+  REQUIRE(daemon.wait_notification("READY=1"));
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+  const std::string text = daemon.log_text();
+  INFO(text);
+  CHECK(std::regex_search(text, std::regex(R"(^\d{4}-\d\d-\d\dT[0-9:.]+[+-]\d\d:\d\d info kstate daemon starting)")));
+  CHECK(text.find("<6>") == std::string::npos);
 }
 
 }  // namespace daemon_e2e_test
