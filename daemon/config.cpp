@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "daemon/logging.hpp"
+#include "manifests/loader.hpp"
 #include "manifests/object_validation.hpp"
 
 namespace kstate::daemon {
@@ -244,6 +245,16 @@ const KeyEntry* find_key(std::string_view path) {
   return nullptr;
 }
 
+// " (did you mean \"resync-interval\"?)" for a mistyped key, or "".
+std::string suggested_key(std::string_view path) {
+  std::vector<std::string_view> paths;
+  for (const auto& entry : key_table()) {
+    paths.push_back(entry.key.path);
+  }
+  const std::string match = manifests::closest_match(path, paths);
+  return match.empty() ? std::string() : " (did you mean \"" + match + "\"?)";
+}
+
 bool is_section(std::string_view path) {
   const std::string prefix = std::string(path) + ".";
   return std::any_of(key_table().begin(), key_table().end(),
@@ -281,7 +292,8 @@ Status parse_map(const YAML::Node& map, const std::string& prefix, std::string_v
     }
     const KeyEntry* entry = find_key(path);
     if (entry == nullptr) {
-      return Error(ErrorKind::invalid_input, location(source, item.first) + ": " + path + ": unknown key");
+      return Error(ErrorKind::invalid_input,
+                   location(source, item.first) + ": " + path + ": unknown key" + suggested_key(path));
     }
     if (!value.IsScalar() && !value.IsNull()) {
       return Error(ErrorKind::invalid_input, location(source, value) + ": " + path + ": expected a single value");

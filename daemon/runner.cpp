@@ -573,12 +573,12 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       }
       set_leading(step.leader, error.empty() ? "the lease is held by " + elector->observed_holder() : error);
       if (!step.leader && !election_answered && error.empty()) {
-        // A standby is up and doing its job: systemd must not time the start-up out.
+        // A standby is up and doing its job.
         election_answered = true;
         probes.ready = true;
         probes.not_ready_reason.clear();
         metrics.ready.set({}, 1);
-        notifier.ready(standby_status());
+        notifier.status(standby_status());
         spdlog::info("{}", standby_status());
       }
       election_answered = election_answered || error.empty();
@@ -753,7 +753,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
           probes.ready = true;
           metrics.ready.set({}, 1);
           if (!stopping) {
-            notifier.ready(summary.describe() + plan_retry(summary, true));
+            notifier.status(summary.describe() + plan_retry(summary, true));
           }
           break;
         }
@@ -853,7 +853,12 @@ int DaemonRunner::run() {
   }
   impl.wait_signals();
   impl.schedule_watchdog();
-  impl.notifier.status("starting: first reconcile of " + impl.config.manifests_dir);
+  // Running and watching: READY=1 now, so that `systemctl start` returns whether or not
+  // the API server answers (the control plane may take minutes to come up, or be down).
+  // /readyz and STATUS say what the daemon waits for until the first reconcile is done.
+  impl.probes.not_ready_reason = impl.elector ? "waiting for the lease " + impl.lease_name()
+                                              : "first reconcile of " + impl.config.manifests_dir + " in progress";
+  impl.notifier.ready("watching " + impl.config.manifests_dir + "; " + impl.probes.not_ready_reason);
   if (impl.elector) {
     asio::co_spawn(impl.io, impl.election_loop(), asio::detached);
   }
