@@ -369,9 +369,17 @@ void StatesReconciler::count_requests() {
       continue;
     }
     const auto space = verb_code.find(' ');
-    const std::string verb = verb_code.substr(0, space);
-    const std::string code = space == std::string::npos ? "0" : verb_code.substr(space + 1);
-    metrics_.api_requests.add({verb, code}, static_cast<double>(delta));
+    metrics_.api_requests.add({verb_code.substr(0, space), verb_code.substr(space + 1)}, static_cast<double>(delta));
+  }
+  for (const auto& [verb_failure, count] : now.failures) {
+    const auto before = counted_.failures.find(verb_failure);
+    const std::uint64_t delta = count - (before == counted_.failures.end() ? 0 : before->second);
+    if (delta == 0) {
+      continue;
+    }
+    const auto space = verb_failure.find(' ');
+    metrics_.api_request_failures.add({verb_failure.substr(0, space), verb_failure.substr(space + 1)},
+                                      static_cast<double>(delta));
   }
   if (now.retries > counted_.retries) {
     metrics_.api_retries.add({}, static_cast<double>(now.retries - counted_.retries));

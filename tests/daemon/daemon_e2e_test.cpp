@@ -271,6 +271,10 @@ TEST_CASE("kstate daemon is READY at once with the API server down; STATUS and /
   auto readyz = kstate::testing::http_get(daemon.port, "/readyz");
   CHECK(readyz.status == 503);
   CHECK(readyz.body.find("not ready: waiting for the API server (attempt ") != std::string::npos);
+  // The failed requests are counted by what failed, not as HTTP code 0.
+  const std::string metrics = daemon.metrics();
+  CHECK(metrics.find("kstate_api_request_failures_total{verb=\"GET\",failure=\"connect\"} ") != std::string::npos);
+  CHECK(metrics.find("code=\"0\"") == std::string::npos);
 
   emulator.restart();
   auto reconciled = daemon.wait_reconciled(15s);
