@@ -3,7 +3,11 @@
 // ConfigMaps, Secrets, Services, ServiceAccounts, Deployments, Roles, RoleBindings,
 // one CRD and its custom resources), so that kstate and kubectl are timed on the
 // same files. `--change P` rewrites the same corpus with P% of the objects changed
-// (spread evenly), which is how the "10% changed" scenarios are produced:
+// (spread evenly), which is how the "10% changed" scenarios are produced. The
+// Deployments' quantities are written as a real server does not store them (cpu: 0.1
+// is stored "100m", 0.125Gi "128Mi"), as people write them: a re-apply that compared
+// them as written would write every Deployment, and the benchmark fails on any write.
+//
 //   kstate-bench-corpus --out DIR --objects 1000 --namespaces 10 [--layout namespace|object] [--change 10]
 #include <openssl/evp.h>
 
@@ -72,8 +76,8 @@ std::string object_document(const std::string& ns, int index, bool changed) {
              "      labels: {app.kubernetes.io/name: " + app + "}\n    spec:\n      serviceAccountName: " + app +
              "-3\n      containers:\n      - name: main\n        image: registry.example/" + app + ":1.2.3\n" +
              "        args: [--port=8080]\n        ports:\n        - containerPort: 8080\n" +
-             "        resources:\n          requests: {cpu: 100m, memory: 64Mi}\n" +
-             "          limits: {memory: 128Mi}\n        envFrom:\n        - configMapRef: {name: " + app + "-0}\n";
+             "        resources:\n          requests: {cpu: 0.1, memory: 64Mi}\n" +
+             "          limits: {memory: 0.125Gi}\n        envFrom:\n        - configMapRef: {name: " + app + "-0}\n";
     case 5:
       return "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n" + meta +
              "rules:\n- apiGroups: [\"\"]\n  resources: [configmaps, secrets]\n  verbs: [get, list, watch]\n";

@@ -103,7 +103,15 @@ stop_emulator() {
 precreate_crd() {
   if [[ $have_kubectl == 1 ]]; then
     kubectl --kubeconfig "$kc" apply --server-side -f "$1/00-crd.yaml" >/dev/null
-    kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout=30s crd/widgets.bench.kstate.io >/dev/null
+    # Until the CRD is Established its status.conditions is null, as kube-apiserver
+    # answers (recording 59), and kubectl wait fails on that: asked again.
+    for _ in $(seq 100); do
+      kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout=30s crd/widgets.bench.kstate.io \
+        >/dev/null 2>&1 && return 0
+      sleep 0.1
+    done
+    echo "bench/run.sh: the benchmark CRD did not become Established" >&2
+    exit 1
   else
     "$kstate" apply "$1/00-crd.yaml" --kubeconfig "$kc" --cache-dir "$work/crd-cache" >/dev/null 2>&1
     sleep 2  # the emulator marks a CRD Established about a second after its creation
@@ -113,6 +121,28 @@ reset_requests() { kubectl_raw DELETE >/dev/null; }
 # API requests the emulator saw since the last reset (its own /emulator controls excluded).
 count_requests() {
   kubectl_raw GET | jq '[.requests[] | select(.path | startswith("/emulator") | not)] | length'
+}
+# Writes (any method but GET: POST, PUT, PATCH, DELETE, dry runs included) since the
+# last reset, by method: "PATCH=3 POST=1", or "none".
+count_writes_by_method() {
+  kubectl_raw GET | jq -r '[.requests[] | select((.path | startswith("/emulator") | not) and .method != "GET") | .method]
+    | group_by(.) | map("\(.[0])=\(length)") | if length == 0 then "none" else join(" ") end'
+}
+count_writes() {
+  kubectl_raw GET | jq '[.requests[] | select((.path | startswith("/emulator") | not) and .method != "GET")] | length'
+}
+# A run with nothing changed must send no write: the benchmark fails (quick mode too)
+# naming the writes. no_writes WHAT
+no_writes() {
+  local writes
+  writes=$(count_writes)
+  if [[ $writes != 0 ]]; then
+    echo "bench/run.sh: FAILED: $1 sent $writes write(s) with nothing changed ($(count_writes_by_method)):" >&2
+    kubectl_raw GET | jq -r '.requests[] | select((.path | startswith("/emulator") | not) and .method != "GET")
+      | "  \(.method) \(.path)?\(.query)"' | head -20 >&2
+    exit 1
+  fi
+  echo 0
 }
 kubectl_raw() {
   local server token
@@ -215,6 +245,7 @@ seconds_of() { awk -v line="$1" '$1 == line {for (i = 1; i <= NF; i++) if ($i ==
 # always takes its turn right after the same one (a plain rotation kept kstate after
 # kubectl --server-side, and kstate unthrottled after kstate, in 3 of 4 runs).
 declare -A cold_runs again_runs request_runs
+write_runs=()
 timed_tools=()
 for tool in "${tools[@]}"; do
   [[ $tool != raw-http ]] && timed_tools+=("$tool")
@@ -244,6 +275,7 @@ for ((run = 0; run < runs; run++)); do
         reset_requests
         again_runs[$tool]+="$(time_ms 0 -- "$kstate" apply "$corpus" $(ks_flags "$cache")) "
         request_runs[$tool]+="$(count_requests) "
+        write_runs+=("$(no_writes "kstate apply (again)")") || exit 1
         start_emulator
         fixed_kstate+=("$(time_ms 0 -- "$kstate" apply "$one" $(ks_flags "$cache-one"))")
         continue ;;
@@ -295,6 +327,8 @@ for tool in "${tools[@]}"; do
   # shellcheck disable=SC2086
   report "2.reapply-requests.$tool" "$(median ${request_runs[$tool]})" req "$cmd   (emulator /emulator/requests)"
 done
+report "2.reapply-writes.kstate" "$(median "${write_runs[@]}")" req \
+  "kstate apply DIR ...   (again: POST/PUT/PATCH/DELETE in the emulator's log; the benchmark fails on any)"
 report "1.one-object.kstate" "$(median "${fixed_kstate[@]}")" ms \
   "kstate apply ONE --kubeconfig KC --cache-dir EMPTY   (ONE: one ConfigMap in namespace default; fresh emulator: the cost of any kstate apply)"
 if [[ -x "$load_tool" ]]; then
@@ -315,11 +349,12 @@ stop_emulator
 start_emulator
 precreate_crd "$corpus"
 "$kstate" apply "$corpus" $(ks_flags "$work/cache-3") >/dev/null 2>&1
-test_same=() test_changed=() diff_same=() diff_changed=() test_requests=()
+test_same=() test_changed=() diff_same=() diff_changed=() test_requests=() test_writes=()
 for ((run = 0; run < runs; run++)); do
   reset_requests
   test_same+=("$(time_ms 0 -- "$kstate" test "$corpus" $(ks_flags "$work/cache-3"))")
   test_requests+=("$(count_requests)")
+  test_writes+=("$(no_writes "kstate test (nothing changed)")") || exit 1
   test_changed+=("$(time_ms 1 -- "$kstate" test "$changed" $(ks_flags "$work/cache-3"))")
   if [[ $have_kubectl == 1 ]]; then
     # kubectl diff exits 1 when it finds differences. --force-conflicts because the
@@ -330,6 +365,7 @@ for ((run = 0; run < runs; run++)); do
 done
 report "3.test-unchanged.kstate" "$(median "${test_same[@]}")" ms "kstate test DIR --kubeconfig KC --cache-dir CACHE   (after kstate apply DIR)"
 report "3.test-unchanged-requests.kstate" "$(median "${test_requests[@]}")" req "(same; emulator /emulator/requests)"
+report "3.test-unchanged-writes.kstate" "$(median "${test_writes[@]}")" req "(same; dry runs included: none, or the benchmark fails)"
 report "3.test-10pct.kstate" "$(median "${test_changed[@]}")" ms "kstate test DIR10 ...   ($corpus_cmd --change 10)"
 if [[ $have_kubectl == 1 ]]; then
   report "3.diff-unchanged.kubectl" "$(median "${diff_same[@]}")" ms "kubectl --kubeconfig KC diff --server-side --force-conflicts -f DIR -R"
@@ -508,7 +544,7 @@ if "$kstate" daemon --help >/dev/null 2>&1; then
     # the growth of its sum), which polling could only bound to its interval.
     full_reconciles() { curl -s "http://127.0.0.1:$daemon_port/metrics" | awk '/^kstate_reconciles_total\{kind="full"/ {n += $2} END {print n + 0}'; }
     full_seconds() { daemon_metric 'kstate_reconcile_duration_seconds_sum{kind="full"'; }
-    resync=() resync_req=()
+    resync=() resync_req=() resync_writes=()
     # The peak of the resyncs alone: VmHWM still holds the first reconcile's (which
     # created every object), unless reset (writing 5 to /proc/PID/clear_refs, Linux 4.0+).
     if echo 5 2>/dev/null >"/proc/$daemon_pid/clear_refs"; then
@@ -531,8 +567,10 @@ if "$kstate" daemon --help >/dev/null 2>&1; then
       done
       resync+=("$(awk -v a="$seconds_before" -v b="$(full_seconds)" 'BEGIN { printf "%d", (b - a) * 1000 + 0.5 }')")
       resync_req+=("$(count_requests)")
+      resync_writes+=("$(no_writes "the daemon's resync ($size objects)")") || exit 1
     done
     report "5.daemon-resync-requests.$size" "$(median "${resync_req[@]}")" req "kill -HUP \$(pidof kstate daemon)   (full reconcile, nothing changed; $size objects)"
+    report "5.daemon-resync-writes.$size" "$(median "${resync_writes[@]}")" req "(same; POST/PUT/PATCH/DELETE: none, or the benchmark fails)"
     report "5.daemon-resync-time.$size" "$(median "${resync[@]}")" ms "(same; growth of kstate_reconcile_duration_seconds_sum{kind=\"full\"}, median of ${#resync[@]})"
     sleep 2
     report "6.daemon-idle-rss-after-resync.$size" "$(rss_kb VmRSS)" kB "(same; VmRSS 2 s after the resync)"

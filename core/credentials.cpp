@@ -17,6 +17,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "core/credential_file.hpp"
 #include "core/encoding.hpp"
 #include "core/json.hpp"
 

@@ -4,7 +4,7 @@
 namespace kstate {
 namespace {
 
-Result<json::Document> parse_body(const Response& response, const Request& request) {
+Result<json::Document> parse_body(const Response& response, const Request& request, bool keep_managed_fields) {
   if (response.body.empty()) {
     json::Document empty;
     empty.SetObject();
@@ -12,7 +12,7 @@ Result<json::Document> parse_body(const Response& response, const Request& reque
   }
   // Without managedFields: kstate never reads them (json.hpp), and objects read or
   // written are kept for a whole cycle.
-  auto document = json::parse_api_answer(response.body);
+  auto document = keep_managed_fields ? json::parse(response.body) : json::parse_api_answer(response.body);
   if (!document) {
     return Error(ErrorKind::invalid,
                  request.verb + " " + request.path + ": the server's answer is not JSON: " + document.error().message);
@@ -45,7 +45,8 @@ asio::awaitable<Result<std::optional<WatchEvent>>> WatchStream::next() {
   co_return std::optional<WatchEvent>(std::move(ready_[next_ready_++]));
 }
 
-asio::awaitable<Result<json::Document>> DynamicClient::send_for_object(Result<Request> request) {
+asio::awaitable<Result<json::Document>> DynamicClient::send_for_object(Result<Request> request,
+                                                                       bool keep_managed_fields) {
   if (!request) {
     co_return request.error();
   }
@@ -56,17 +57,23 @@ asio::awaitable<Result<json::Document>> DynamicClient::send_for_object(Result<Re
   if (decode_executor_ && response->body.size() >= decode_min_bytes_) {
     // In an optional: co_spawn needs a default-constructible result.
     auto decode = [&]() -> asio::awaitable<std::optional<Result<json::Document>>> {
-      co_return parse_body(response.value(), request.value());
+      co_return parse_body(response.value(), request.value(), keep_managed_fields);
     };
     auto decoded = co_await asio::co_spawn(*decode_executor_, decode, asio::use_awaitable);
     co_return std::move(*decoded);
   }
-  co_return parse_body(response.value(), request.value());
+  co_return parse_body(response.value(), request.value(), keep_managed_fields);
 }
 
 asio::awaitable<Result<json::Document>> DynamicClient::get(const ApiResource& resource, std::string ns,
                                                            std::string name, std::string subresource) {
   co_return co_await send_for_object(requests::get(resource, ns, name, subresource));
+}
+
+asio::awaitable<Result<json::Document>> DynamicClient::get_with_managed_fields(const ApiResource& resource,
+                                                                               std::string ns, std::string name) {
+  const std::string no_subresource;
+  co_return co_await send_for_object(requests::get(resource, ns, name, no_subresource), true);
 }
 
 asio::awaitable<Status> DynamicClient::list_pages(const ApiResource& resource, std::string ns, ListOptions options,
@@ -120,6 +127,7 @@ asio::awaitable<Result<json::Document>> DynamicClient::list(const ApiResource& r
     metadata->RemoveMember("continue");
     metadata->RemoveMember("remainingItemCount");
   }
+  complete_list_items(merged);
   co_return std::move(merged);
 }
 
@@ -180,6 +188,31 @@ Result<std::unique_ptr<Client>> make_client(asio::any_io_executor executor, cons
   client->transport = std::move(transport.value());
   client->dynamic = std::make_unique<DynamicClient>(*client->transport);
   return client;
+}
+
+void complete_list_items(json::Document& list) {
+  std::string_view list_kind = json::string_or(json::find(list, "kind"), "");
+  std::string_view api_version = json::string_or(json::find(list, "apiVersion"), "");
+  json::Value* items = json::find(list, "items");
+  constexpr std::string_view suffix = "List";
+  if (items == nullptr || !items->IsArray() || api_version.empty() || list_kind.size() <= suffix.size() ||
+      list_kind.substr(list_kind.size() - suffix.size()) != suffix) {
+    return;
+  }
+  const std::string kind(list_kind.substr(0, list_kind.size() - suffix.size()));
+  const std::string version(api_version);
+  auto& allocator = list.GetAllocator();
+  for (auto& item : items->GetArray()) {
+    if (!item.IsObject()) {
+      continue;
+    }
+    if (json::find(item, "kind") == nullptr) {
+      json::set_string(item, "kind", kind, allocator);
+    }
+    if (json::find(item, "apiVersion") == nullptr) {
+      json::set_string(item, "apiVersion", version, allocator);
+    }
+  }
 }
 
 }  // namespace kstate

@@ -60,8 +60,13 @@ class DynamicClient {
 
   asio::awaitable<Result<json::Document>> get(const ApiResource& resource, std::string ns, std::string name,
                                               std::string subresource);
+  // As get(), with metadata.managedFields kept (every other answer is parsed without
+  // them): taking an object over from other field managers needs their field sets.
+  asio::awaitable<Result<json::Document>> get_with_managed_fields(const ApiResource& resource, std::string ns,
+                                                                  std::string name);
   // Every page (limit per page: options.limit, default 500) merged into one List:
-  // the first page's apiVersion/kind/metadata.resourceVersion and all items.
+  // the first page's apiVersion/kind/metadata.resourceVersion and all items, each with
+  // its kind and apiVersion (complete_list_items).
   asio::awaitable<Result<json::Document>> list(const ApiResource& resource, std::string ns, ListOptions options);
   // The same LIST, each page handed to `on_page` as it arrives and dropped after it, so
   // that memory holds one page, not the collection: for callers that keep a summary.
@@ -123,7 +128,7 @@ class DynamicClient {
   Transport& transport() { return transport_; }
 
  private:
-  asio::awaitable<Result<json::Document>> send_for_object(Result<Request> request);
+  asio::awaitable<Result<json::Document>> send_for_object(Result<Request> request, bool keep_managed_fields = false);
 
   Transport& transport_;
   std::optional<asio::any_io_executor> decode_executor_;
@@ -187,5 +192,12 @@ T run_until_complete(asio::io_context& io, asio::awaitable<T> task) {
   }
   return std::move(*result);
 }
+
+// A LIST answer of a built-in kind has items without kind and apiVersion (a real
+// kube-apiserver strips them: ConfigMapList items are bare objects; custom resources
+// keep theirs). Sets each missing one from the list's own, "XList" -> "X", as
+// client-go's unstructured lists do, so that an object read by a LIST looks like the
+// same object read by a GET (compared with a manifest, shown in a diff).
+void complete_list_items(json::Document& list);
 
 }  // namespace kstate

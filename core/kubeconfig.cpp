@@ -1,9 +1,6 @@
 // kubectl-compatible kubeconfig discovery, merging and resolution (see kubeconfig.hpp).
 #include "core/kubeconfig.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -14,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/credential_file.hpp"
 #include "core/credentials.hpp"
 #include "core/encoding.hpp"
 
@@ -53,55 +51,14 @@ std::optional<std::string> read_env(const KubeconfigSources& sources, const std:
   return std::nullopt;
 }
 
-// Reads at most `max_bytes` of a file: a regular one only when `regular_only` (opened
-// without blocking, so a FIFO cannot hold kstate up), any kind otherwise. Longer is an
-// error, not a truncation.
-Result<std::string> read_bounded(const std::string& path, std::string_view what, std::size_t max_bytes,
-                                 bool regular_only) {
-  // ErrorKind::io: the file cannot be opened or read (missing, permissions);
-  // ErrorKind::config: it was refused (its kind, its size).
-  auto failed = [&](const std::string& why, ErrorKind kind = ErrorKind::config) {
-    return Error(kind, "cannot read " + std::string(what) + ": " + path + ": " + why);
-  };
-  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | (regular_only ? O_NONBLOCK : 0));
-  if (descriptor < 0) {
-    return failed(std::strerror(errno), ErrorKind::io);
+// A file the kubeconfig names: every failure is a configuration error (kubeconfig.hpp),
+// whether the file is missing or was refused.
+Result<std::string> read_named_file(const std::string& path, const std::string& what) {
+  auto content = read_credential_file(path, what);
+  if (!content) {
+    return config_error(content.error().message);
   }
-  struct Closer {
-    int descriptor;
-    ~Closer() { ::close(descriptor); }
-  } closer{descriptor};
-  struct stat status {};
-  if (::fstat(descriptor, &status) != 0) {
-    return failed(std::strerror(errno), ErrorKind::io);
-  }
-  if (regular_only && !S_ISREG(status.st_mode)) {
-    return failed("not a regular file");
-  }
-  const auto too_large = [&] {
-    return failed("larger than the limit of " + std::to_string(max_bytes / 1024) + " KiB");
-  };
-  if (S_ISREG(status.st_mode) && static_cast<std::uint64_t>(status.st_size) > max_bytes) {
-    return too_large();
-  }
-  std::string content;
-  char chunk[16 * 1024];
-  for (;;) {
-    const ssize_t count = ::read(descriptor, chunk, sizeof chunk);
-    if (count < 0 && errno == EINTR) {
-      continue;
-    }
-    if (count < 0) {
-      return failed(std::strerror(errno), ErrorKind::io);
-    }
-    if (count == 0) {
-      return content;
-    }
-    if (content.size() + static_cast<std::size_t>(count) > max_bytes) {
-      return too_large();  // (a file that grew, or a device without end)
-    }
-    content.append(chunk, static_cast<std::size_t>(count));
-  }
+  return content;
 }
 
 std::string resolve_path(const std::string& path, const std::string& folder) {
@@ -113,9 +70,9 @@ std::string resolve_path(const std::string& path, const std::string& folder) {
 
 // Merges one file: the first file that sets a name keeps it (kubectl's rule).
 Status merge_file(const std::string& path, MergedConfig& merged) {
-  auto text = read_bounded(path, "kubeconfig", max_kubeconfig_bytes, false);
+  auto text = read_bounded_file(path, "kubeconfig", max_kubeconfig_bytes, false);
   if (!text) {
-    return text.error();
+    return config_error(text.error().message);
   }
   YAML::Node root;
   try {
@@ -211,7 +168,7 @@ Result<std::string> pem_field(const Entry& entry, const char* file_key, const ch
     return std::move(*decoded);
   }
   if (!file.empty()) {
-    return read_credential_file(resolve_path(file, entry.folder), std::string(file_key) + " of " + where);
+    return read_named_file(resolve_path(file, entry.folder), std::string(file_key) + " of " + where);
   }
   return std::string();
 }
@@ -389,12 +346,12 @@ Result<ClientConfig> in_cluster_config(const KubeconfigSources& sources, const s
   if (!fs::exists(config.token_file)) {
     return config_error("in-cluster: service account token " + config.token_file + " does not exist");
   }
-  auto ca = read_credential_file(sources.service_account_dir + "/ca.crt", "in-cluster CA");
+  auto ca = read_named_file(sources.service_account_dir + "/ca.crt", "in-cluster CA");
   if (!ca) {
     return ca.error();
   }
   config.certificate_authority_pem = std::move(ca.value());
-  if (auto ns = read_credential_file(sources.service_account_dir + "/namespace", "namespace"); ns) {
+  if (auto ns = read_named_file(sources.service_account_dir + "/namespace", "namespace"); ns) {
     std::string value = ns.value();
     while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) {
       value.pop_back();
@@ -425,42 +382,6 @@ std::string ClientConfig::describe() const {
   }
   return "server " + server + " (context \"" + context_name + "\" from " + origin + ", " + auth +
          (insecure_skip_tls_verify ? ", TLS verification disabled" : "") + ")";
-}
-
-Result<std::string> read_credential_file(const std::string& path, std::string_view what, std::size_t max_bytes) {
-  return read_bounded(path, what, max_bytes, true);
-}
-
-std::string token_problem(std::string_view token) {
-  if (token.empty()) {
-    return "empty";
-  }
-  for (std::size_t i = 0; i < token.size(); ++i) {
-    const auto c = static_cast<unsigned char>(token[i]);
-    if (c == '\n' || c == '\r') {
-      return "holds a line break: a token is one line";
-    }
-    if (c < 0x20 || c == 0x7f) {
-      return "holds a control character (byte " + std::to_string(i + 1) + ")";
-    }
-    if (c == ' ') {
-      return "holds a space (byte " + std::to_string(i + 1) + "): a token is one word";
-    }
-    if (c > 0x7f) {
-      return "holds a byte that is not ASCII (byte " + std::to_string(i + 1) + ")";
-    }
-  }
-  return {};
-}
-
-std::string basic_auth_problem(std::string_view text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      return "holds a control character (byte " + std::to_string(i + 1) + ")";
-    }
-  }
-  return {};
 }
 
 std::vector<std::string> kubeconfig_search_list(const KubeconfigSources& sources) {

@@ -296,6 +296,7 @@ constexpr std::string_view kStateAnnotation = "kstate.io/state";
 constexpr std::string_view kStrategyAnnotation = "kstate.io/strategy";
 constexpr std::string_view kPruneAnnotation = "kstate.io/prune";
 constexpr std::string_view kRecreateAnnotation = "kstate.io/recreate";
+constexpr std::string_view kTakeoverAnnotation = "kstate.io/takeover";
 constexpr std::string_view kWaitAnnotation = "kstate.io/wait";
 constexpr std::string_view kDependsOnAnnotation = "kstate.io/depends-on";
 constexpr std::string_view kAddonManagerAnnotation = "addonmanager.kubernetes.io/mode";
@@ -606,16 +607,21 @@ class Loader {
                                       "\", expected apply, replace or create-only" + did_you_mean(*value, kStrategies));
       }
     }
-    for (std::string_view key : {kPruneAnnotation, kFluxPruneAnnotation}) {
+    // "disabled" sets the flag; "enabled" is the default, said explicitly.
+    auto disabled_annotation = [&](std::string_view key, bool& disabled) {
       if (auto value = value_of(key)) {
         if (*value == "disabled") {
-          state.prune_disabled = true;
+          disabled = true;
         } else if (*value != "enabled") {
           fail(key, "annotation " + std::string(key) + ": unknown value \"" + *value +
                         "\", expected disabled or enabled" + did_you_mean(*value, {"disabled", "enabled"}));
         }
       }
+    };
+    for (std::string_view key : {kPruneAnnotation, kFluxPruneAnnotation}) {
+      disabled_annotation(key, state.prune_disabled);
     }
+    disabled_annotation(kTakeoverAnnotation, state.takeover_disabled);
     auto boolean_annotation = [&](std::string_view key, auto&& set) {
       if (auto value = value_of(key)) {
         if (*value == "true") {

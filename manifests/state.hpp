@@ -48,6 +48,9 @@ struct State {
   Wait wait;
   std::vector<std::string> require;  // state IDs or Kind/namespace/name
   bool prune_disabled = false;
+  // Annotation kstate.io/takeover: disabled: the object is shared with other managers on
+  // purpose, so kstate does not take their fields over (states/takeover.hpp).
+  bool takeover_disabled = false;
   SourcePosition source;
   // Set for states produced by a state document's `source:` include: the including
   // state's ID. `require` naming it means every state that has it as parent_id.

@@ -20,10 +20,12 @@
 #include "core/log_fields.hpp"
 #include "states/compare.hpp"
 #include "states/diff.hpp"
+#include "states/normalize.hpp"
 #include "states/ordering.hpp"
 #include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
 #include "states/schema_validation.hpp"
+#include "states/takeover.hpp"
 
 namespace kstate::states {
 namespace {
@@ -125,6 +127,12 @@ struct Engine::Impl {
     bool read_when_run = false;
     bool create_raced = false;                 // a create of it was answered 409 AlreadyExists
     std::optional<Clock::time_point> started;  // when execute() began it
+    // The managers whose fields this object_present took over (takeover.hpp), and in
+    // test mode the plan, to show what the apply after it would remove.
+    std::vector<std::string> taken_over_from;
+    std::optional<TakeoverPlan> takeover;
+    // The last live_object() read it on its own, managedFields included (take_over).
+    bool read_with_managed_fields = false;
   };
   // Live objects of one (resource, namespace) pair, read once. The objects point into
   // live_documents (a LIST answer is kept whole, not copied item by item).
@@ -683,6 +691,7 @@ struct Engine::Impl {
   // stays valid for the whole run (live documents are never freed before its end).
   asio::awaitable<Result<const json::Value*>> live_object(std::size_t index, bool fresh = false) {
     Slot& slot = slots[index];
+    slot.read_with_managed_fields = false;
     const std::string key = live_key(*slot.resource, slot.ref.ns);
     if (!fresh) {
       auto it = live_sets.find(key);
@@ -697,7 +706,10 @@ struct Engine::Impl {
       }
     }
     slot.read_when_run = false;
-    auto got = co_await read(slot);
+    // With its managedFields: an object read on its own is often one to take over (made
+    // by someone else meanwhile), and then no second read is needed (take_over).
+    auto got = co_await client.get_with_managed_fields(*slot.resource, slot.ref.ns, slot.ref.name);
+    slot.read_with_managed_fields = got.ok();
     if (!got.ok() && got.error().kind == ErrorKind::not_found) {
       co_return &absent_object;
     }
@@ -1402,6 +1414,12 @@ struct Engine::Impl {
     return desired;
   }
 
+  static StoredFormOptions stored_form(const Slot& slot) {
+    StoredFormOptions stored;
+    stored.status_subresource = slot.resource && slot.resource->has_subresource("status");
+    return stored;
+  }
+
   // Whether a live object carries every ownership label with kstate's value (so it is
   // kstate's, not an object to adopt).
   bool owned(const json::Value& live) const {
@@ -1496,11 +1514,22 @@ struct Engine::Impl {
                       "it), set `adopt: true` in the daemon config or pass --adopt to kstate apply");
       co_return;
     }
-    if (!live->IsNull() && recorded_config_hash(*live) == recorded_config_hash(desired) &&
-        is_stored_subset(desired, *live)) {
+    // Fields other managers wrote are taken over on kstate's first apply of an object it
+    // did not make (no configuration hash of its own), and whenever `kubectl apply` left
+    // its last-applied annotation on it (a client-side apply since).
+    const bool may_take_over = !live->IsNull() && state.strategy == Strategy::apply && !state.takeover_disabled;
+    const bool applied_by_kubectl = may_take_over && has_last_applied(*live) && !has_last_applied(desired);
+    if (!live->IsNull() && !applied_by_kubectl && recorded_config_hash(*live) == recorded_config_hash(desired) &&
+        is_stored_subset(desired, *live, stored_form(slot))) {
       succeed(index, "already good");
       co_await after_present(index, *live);
       co_return;
+    }
+    if (may_take_over && (applied_by_kubectl || recorded_config_hash(*live).empty())) {
+      if (auto taken = co_await take_over(index, *live); !taken.ok()) {
+        fail(index, "taking over the fields of other managers: " + taken.error().describe());
+        co_return;
+      }
     }
     Result<json::Document> written = Error(ErrorKind::internal, "not sent");
     if (live->IsNull() && (slot.ref.name.empty() || state.strategy != Strategy::apply)) {
@@ -1530,7 +1559,74 @@ struct Engine::Impl {
       fail(index, written.error().describe());
       co_return;
     }
+    if (options.test_mode && slot.takeover) {
+      remove_what_takeover_releases(*slot.takeover, *written, desired);
+    }
     co_await report_write(index, *live, *written);
+  }
+
+  // Test mode: the dry-run apply could not see a takeover that was not made, so what
+  // the real apply would remove after it is removed from its answer here.
+  void remove_what_takeover_releases(const TakeoverPlan& plan, json::Value& answer, const json::Value& desired) const {
+    std::vector<const json::Value*> others;
+    for (const auto& entry : plan.managed_fields.GetArray()) {
+      if (string_at(entry, {"manager"}) != options.field_manager || string_at(entry, {"operation"}) != "Apply") {
+        others.push_back(json::find(entry, "fieldsV1"));
+      }
+    }
+    remove_released_fields(answer, plan.owned_fields, desired, others);
+  }
+
+  static bool has_last_applied(const json::Value& object) {
+    return json::find_path(object, {"metadata", "annotations", last_applied_annotation}) != nullptr;
+  }
+
+  // Moves the fields of the managers kstate takes over into its own Apply entry (one
+  // JSON patch of managedFields, which fails if the object changed since it was read:
+  // then read again). `live` is used when it was read with its managedFields (on its
+  // own: it may have none); objects from a LIST are read again. Test mode only reads,
+  // and keeps the plan for the diff.
+  asio::awaitable<Status> take_over(std::size_t index, const json::Value& live) {
+    Slot& slot = slots[index];
+    constexpr int attempts = 3;
+    for (int attempt = 1;; ++attempt) {
+      Result<json::Document> whole = json::Document();
+      if (attempt == 1 && slot.read_with_managed_fields) {
+        whole = json::copy(live);
+      } else {
+        whole = co_await client.get_with_managed_fields(*slot.resource, slot.ref.ns, slot.ref.name);
+      }
+      if (!whole.ok()) {
+        co_return whole.error().kind == ErrorKind::not_found ? ok_status() : Status(whole.error());
+      }
+      static const json::Value none;
+      const json::Value* managed_fields = json::find_path(*whole, {"metadata", "managedFields"});
+      TakeoverPlan plan = plan_takeover(managed_fields != nullptr ? *managed_fields : none, options.field_manager);
+      if (!plan.needed()) {
+        co_return ok_status();
+      }
+      if (options.test_mode) {
+        slot.taken_over_from = plan.managers;
+        slot.takeover = std::move(plan);
+        co_return ok_status();
+      }
+      WriteOptions write;
+      write.field_manager = options.field_manager;
+      std::string no_subresource;
+      std::string body = takeover_patch(plan, resource_version(*whole));
+      auto patched = co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, PatchType::json, body, write,
+                                           no_subresource);
+      if (patched.ok()) {
+        slot.taken_over_from = plan.managers;
+        spdlog::info("took {} over from {}", slot.ref.display(), managers_text(plan.managers));
+        co_return ok_status();
+      }
+      // A failed resourceVersion test: someone wrote it meanwhile. Read it again.
+      const bool raced = patched.error().kind == ErrorKind::conflict || patched.error().kind == ErrorKind::invalid;
+      if (!raced || attempt >= attempts) {
+        co_return patched.error();
+      }
+    }
   }
 
   // Server-side apply, retried on 409 Conflict (DESIGN.md "409 re-read and retry"):
@@ -1566,12 +1662,15 @@ struct Engine::Impl {
     // An update's diff also tells whether the server changed anything kstate shows.
     std::string diff =
         live.IsNull() && !options.record_diffs ? std::string() : object_diff(live, written, diff_label(slot.ref));
-    if (!live.IsNull() && diff.empty()) {
+    if (!live.IsNull() && diff.empty() && slot.taken_over_from.empty()) {
       succeed(index, "already good");
     } else {
       changed(index, live.IsNull() ? "created" : "updated", diff);
       if (live.IsNull() && slot.resource && slot.resource->group.empty() && slot.resource->kind == "Namespace") {
         namespaces_created.insert(slot.ref.name);
+      }
+      if (!slot.taken_over_from.empty()) {
+        slot.result.comment += " (taken over from " + managers_text(slot.taken_over_from) + ")";
       }
     }
     if (options.test_mode) {
@@ -1943,7 +2042,7 @@ struct Engine::Impl {
       co_return;
     }
     json::Document desired = desired_object(index, false);
-    if (is_subset(desired, live)) {
+    if (is_stored_subset(desired, live, stored_form(slot))) {
       succeed(index, "already good");
       co_await after_update(index, live);
       co_return;

@@ -1,4 +1,4 @@
-// Credentials from hostile or broken kubeconfigs (core/kubeconfig.hpp, credentials.hpp):
+// Credentials from hostile or broken kubeconfigs (core/credential_file.hpp, credentials.hpp):
 //  - files a kubeconfig names (CA, client certificate and key, token file) are read only
 //    when they are regular files up to 1 MiB: /dev/zero, /dev/urandom, a FIFO and a
 //    2 MiB file are refused at once, naming the field and the user or cluster;

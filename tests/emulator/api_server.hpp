@@ -20,6 +20,7 @@
 #include "core/json.hpp"
 #include "tests/emulator/access.hpp"
 #include "tests/emulator/catalog.hpp"
+#include "tests/emulator/controllers.hpp"
 #include "tests/emulator/selectors.hpp"
 #include "tests/emulator/store.hpp"
 
@@ -43,6 +44,7 @@ struct Request {
   std::string user_agent;
   std::string body;
   Identity identity;
+  bool held = false;  // this request was held once already (Response::hold)
 };
 
 // What a watch request asked for; the HTTP layer streams it.
@@ -67,28 +69,27 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
   std::optional<WatchSpec> watch;
   std::string verb;  // Kubernetes verb (get, list, create, ...) or "discovery", for the request log
+  std::string cache_control = "no-cache, private";
+  // Not answered yet: ask again (Request::held set) after this long, as kube-apiserver
+  // sleeps in a custom resource's create right after its CRD was established.
+  std::chrono::milliseconds hold{0};
 };
 
 class ApiServer {
  public:
   using Clock = std::function<std::chrono::system_clock::time_point()>;
   struct Options {
+    // Reported by /version. The API modelled is 1.32's (the recordings), but the default
+    // says 1.31: kubectl 1.32 sends protobuf bodies (`kubectl create configmap ...`) to
+    // servers from 1.32 on, and the emulator speaks JSON only.
     std::string version = "1.31";
-    std::chrono::milliseconds crd_establish_delay{500};
-    // How long a spec change of an established CRD (a version added or no longer
-    // served) takes to be served and listed in discovery. kube-apiserver's CRD handler
-    // and discovery controller pick it up from their informers, usually within moments
-    // but with no bound: clients must not rely on seeing it at once (0: at once).
-    std::chrono::milliseconds crd_update_delay{0};
-    std::chrono::milliseconds namespace_termination_delay{200};
-    // What kube-controller-manager does in every namespace: its serviceaccount
-    // controller creates the ServiceAccount `default`, its root-ca-cert-publisher the
-    // ConfigMap `kube-root-ca.crt` holding this CA (PEM); both are put back when
-    // deleted, and the ConfigMap's data when changed. A real cluster does it from its
-    // informers, typically 5-100 ms after the namespace is created: the delay, 0 for
-    // at once (before the namespace's create is answered), else on the first tick after it.
-    bool namespace_controllers = true;
-    std::chrono::milliseconds namespace_controllers_delay{0};
+    // The cluster's controllers and their delays (controllers.hpp).
+    ControllerOptions controllers;
+    // kube-apiserver holds every create (POST) of a custom resource that comes within
+    // `crd_create_hold_window` of its CRD's Established transition for `crd_create_hold`
+    // (real: 2 s and 2 s, recording 64; server-side apply is not held). 0: never.
+    std::chrono::milliseconds crd_create_hold{100};
+    std::chrono::milliseconds crd_create_hold_window{2000};
     std::string root_ca_pem;
     std::string server_address = "127.0.0.1:6443";
     // false: /api and /apis ignore the aggregated media types in Accept (legacy JSON when
@@ -105,9 +106,11 @@ class ApiServer {
 
   ApiServer(Options options, Clock clock, std::uint64_t seed);
 
+  // Answers a request, then lets the controllers react to what it changed (those
+  // without a delay act before the answer leaves).
   Response handle(const Request& request);
-  // Time-driven work: establishing CRDs, namespace termination, garbage
-  // collection. Call it regularly; it is cheap when there is nothing to do.
+  // Time-driven work: compaction and the controllers' delayed work. Call it
+  // regularly; it is cheap when there is nothing to do.
   void tick();
 
   // Watch streaming: events after `after` that match, serialised as watch lines.
@@ -123,13 +126,13 @@ class ApiServer {
 
   Store& store() { return store_; }
   const Catalog& catalog() const { return catalog_; }
-  // Re-derives catalog entries from stored CRDs (after a restore from disk).
+  // Serves the kinds of established stored CRDs again (after a restore from disk), and
+  // lets the controllers look at every object again, as they do when they start.
   void reload_custom_resources();
-  // The namespace controllers look at every namespace on the next tick (after a restore
-  // from disk, as kube-controller-manager syncs them all when it starts).
-  void resync_namespace_controllers() { namespace_defaults_removed_ = true; }
 
   std::string now_rfc3339() const;
+  // Where clients reach this server (legacy /api's serverAddressByClientCIDRs).
+  void set_server_address(std::string address) { options_.server_address = std::move(address); }
 
  private:
   struct Target;
@@ -151,17 +154,26 @@ class ApiServer {
   // Shared by update and patch: validates and stores `updated` as the new version of `old`.
   Response commit_update(const Request& request, const Target& target, const ObjectPtr& old, json::Document updated,
                          const std::string& manager, bool record_manager);
-  // Deletes or marks for deletion; returns the object as the response shows it.
-  ObjectPtr delete_now(const ResourceType& type, const std::string& key, const ObjectPtr& object,
-                       const std::string& propagation, bool dry_run);
+  // Deletes, or marks for deletion when finalizers (its own, or the garbage collector's
+  // for the propagation policy) hold the object.
+  struct Deletion {
+    ObjectPtr object;          // the object as deleted, or as marked for deletion
+    bool deleted_now = false;  // gone (no finalizer held it)
+  };
+  Deletion delete_now(const ResourceType& type, const std::string& key, const ObjectPtr& object,
+                      const std::string& propagation, bool dry_run);
   void store_object(const std::string& key, json::Document object, const char* event_type);
   void remove_object(const std::string& key, const ObjectPtr& object);
 
-  // Options::namespace_controllers: creates what is missing of the two in namespace `ns`.
-  void run_namespace_controllers(const std::string& ns);
-
-  void on_crd_stored(const json::Value& crd);
-  void on_crd_deleted(const std::string& crd_name);
+  // What the controllers (controllers.hpp) use: requests with a controller's identity
+  // and User-Agent ("kube-controller-manager", "kube-apiserver"), the catalog of a CRD's
+  // kinds, and the kind an object key stores.
+  friend class Controllers;
+  Response controller_request(const std::string& method, const std::string& target, const std::string& body,
+                              const std::string& component);
+  void serve_crd(const json::Value& crd);
+  void stop_serving_crd(const std::string& crd_name);
+  const ResourceType* type_of_key(const std::string& key) const;
   std::vector<ResourceType> types_of_crd(const json::Value& crd) const;
 
   // The JSON of a stored object, serialized once per version: stored objects never
@@ -186,14 +198,9 @@ class ApiServer {
   std::mt19937_64 random_;
   Catalog catalog_;
   Store store_;
-  // CRD name -> when to establish it.
-  std::map<std::string, std::chrono::system_clock::time_point> pending_crds_;
-  // CRD name -> when to serve its stored spec (Options::crd_update_delay).
-  std::map<std::string, std::chrono::system_clock::time_point> pending_crd_updates_;
-  bool deletions_pending_ = false;
-  bool namespace_defaults_removed_ = false;  // a ServiceAccount or ConfigMap was deleted, or a kube-root-ca.crt changed
-  // Namespace -> when its controllers run (Options::namespace_controllers_delay).
-  std::map<std::string, std::chrono::system_clock::time_point> pending_namespace_controllers_;
+  Controllers controllers_;
+  // CRD name -> when it was established (Options::crd_create_hold).
+  std::map<std::string, std::chrono::system_clock::time_point> crd_established_at_;
   // Periodic compaction: when the last one ran, and the revision to compact to next.
   std::optional<std::chrono::system_clock::time_point> last_compaction_;
   std::uint64_t revision_at_last_compaction_ = 0;

@@ -1,6 +1,7 @@
-// The emulator's catalog of resource types: the built-in kinds kube-apiserver
-// serves (with their scope, short names, verbs and subresources) plus the kinds
-// CustomResourceDefinitions add at run time. Discovery documents and request
+// The emulator's catalog of resource types: the built-in kinds kube-apiserver 1.32
+// serves (with their scope, short names, categories, verbs and subresources, in
+// discovery order: recordings 04 and 06) plus the kinds CustomResourceDefinitions add
+// at run time. Discovery documents and request
 // routing are both derived from it, so they can never disagree.
 #pragma once
 
@@ -14,6 +15,16 @@
 
 namespace kstate::emulator {
 
+// A subresource as discovery lists it: "status" and "scale" are served, the others
+// (pods/log, pods/exec, serviceaccounts/token...) are listed only (there is no kubelet).
+struct Subresource {
+  std::string name;
+  std::string group;  // of the kind it answers with, when not the resource's own ("autoscaling" for scale)
+  std::string version;
+  std::string kind;
+  std::vector<std::string> verbs;
+};
+
 struct ResourceType {
   std::string group;  // "" for the core group
   std::string version;
@@ -24,11 +35,15 @@ struct ResourceType {
   std::vector<std::string> short_names;
   std::vector<std::string> verbs;
   std::vector<std::string> categories;
+  std::vector<Subresource> subresources;
   bool has_status = false;
   bool has_scale = false;
   // Top-level fields the kind knows besides apiVersion/kind/metadata; used by
   // fieldValidation for built-ins. Empty for CRDs (their schema decides).
   std::vector<std::string> top_level_fields;
+  // Whether objects of the kind are stored (discovery's storageVersionHash): not the
+  // reviews (create only) nor componentstatuses (computed).
+  bool stored = true;
   // For custom resources: the CRD's openAPIV3Schema for this version (null when none).
   std::shared_ptr<const json::Document> schema;
   bool custom = false;

@@ -3,8 +3,6 @@
 // serves, limited to what a client can observe on the objects it writes.
 #include "tests/emulator/defaults.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -12,6 +10,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/encoding.hpp"
 #include "tests/emulator/quantity.hpp"
 
 namespace kstate::emulator {
@@ -327,14 +326,6 @@ void default_network_policy(Value& object, Allocator& allocator) {
 
 // ---- decoding -------------------------------------------------------------------------
 
-std::string base64(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                               reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(length));
-  return out;
-}
-
 // Moves Secret.stringData into data (base64), as the conversion to the internal type does.
 void fold_string_data(Value& secret, Allocator& allocator) {
   Value* string_data = json::find(secret, "stringData");
@@ -345,8 +336,10 @@ void fold_string_data(Value& secret, Allocator& allocator) {
     Value& data = json::ensure_object(secret, "data", allocator);
     for (const auto& member : string_data->GetObject()) {
       if (member.value.IsString()) {
-        json::set_string(data, member.name.GetString(),
-                         base64(std::string_view(member.value.GetString(), member.value.GetStringLength())), allocator);
+        json::set_string(
+            data, member.name.GetString(),
+            encoding::base64_encode(std::string_view(member.value.GetString(), member.value.GetStringLength())),
+            allocator);
       }
     }
   }

@@ -46,7 +46,8 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr auto kIdleTimeout = std::chrono::minutes(5);
 constexpr auto kWriteTimeout = std::chrono::seconds(60);
 constexpr auto kTickInterval = std::chrono::milliseconds(50);
-constexpr auto kBookmarkInterval = std::chrono::seconds(1);
+// The watch cache sends a bookmark this long before a watch's timeoutSeconds ends.
+constexpr auto kBookmarkBeforeTimeout = std::chrono::seconds(2);
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') {
@@ -262,6 +263,7 @@ class Emulator {
     }
     auto bound = acceptor_.local_endpoint();
     url_ = "https://" + bound.address().to_string() + ":" + std::to_string(bound.port());
+    api_.set_server_address(bound.address().to_string() + ":" + std::to_string(bound.port()));
 
     if (options_.data_dir) {
       auto snapshot = read_file(*options_.data_dir / "store.json");
@@ -274,7 +276,6 @@ class Emulator {
         api_.store().replay(*journal);
       }
       api_.reload_custom_resources();
-      api_.resync_namespace_controllers();
       if (auto opened = journal_.open(*options_.data_dir / "journal.jsonl"); !opened.ok()) {
         return opened;
       }
@@ -350,6 +351,11 @@ class Emulator {
   }
 
  private:
+  // Seconds (as the command line gives them) to whole milliseconds, rounded up: a positive
+  // delay never becomes 0 ("at once" / "never").
+  static std::chrono::milliseconds milliseconds(double seconds) {
+    return std::chrono::milliseconds(static_cast<long>(std::ceil(seconds * 1000)));
+  }
   static ApiServer::Options make_api_options(const EmulatorOptions& options, const std::string& ca_pem,
                                              const std::vector<PasswordUser>& password_users) {
     ApiServer::Options api_options;
@@ -357,16 +363,21 @@ class Emulator {
     api_options.root_ca_pem = ca_pem;
     api_options.version = options.version;
     api_options.aggregated_discovery = options.aggregated_discovery;
-    api_options.crd_establish_delay =
-        std::chrono::milliseconds(static_cast<long>(options.crd_establish_delay_seconds * 1000));
-    api_options.crd_update_delay =
-        std::chrono::milliseconds(static_cast<long>(std::ceil(options.crd_update_delay_seconds * 1000)));
-    // Rounded up to whole milliseconds: a positive interval never becomes 0 ("never").
-    api_options.compaction_interval =
-        std::chrono::milliseconds(static_cast<long>(std::ceil(options.compaction_interval_seconds * 1000)));
-    api_options.namespace_controllers = options.namespace_controllers;
-    api_options.namespace_controllers_delay =
-        std::chrono::milliseconds(static_cast<long>(std::ceil(options.namespace_controllers_delay_seconds * 1000)));
+    api_options.compaction_interval = milliseconds(options.compaction_interval_seconds);
+    api_options.crd_create_hold = milliseconds(options.crd_create_hold_seconds);
+    api_options.crd_create_hold_window = milliseconds(options.crd_create_hold_window_seconds);
+    ControllerOptions& controllers = api_options.controllers;
+    controllers.crd_establish_delay = milliseconds(options.crd_establish_delay_seconds);
+    controllers.crd_update_delay = milliseconds(options.crd_update_delay_seconds);
+    controllers.crd_deletion_delay = milliseconds(options.crd_deletion_delay_seconds);
+    controllers.namespace_defaults = options.namespace_controllers;
+    controllers.namespace_defaults_delay = milliseconds(options.namespace_controllers_delay_seconds);
+    controllers.namespace_deletion_delay = milliseconds(options.namespace_deletion_delay_seconds);
+    controllers.namespace_recheck_interval = milliseconds(options.namespace_recheck_interval_seconds);
+    controllers.deployment_controller = options.deployment_controller;
+    controllers.deployment_delay = milliseconds(options.deployment_controller_delay_seconds);
+    controllers.job_controller = options.job_controller;
+    controllers.job_delay = milliseconds(options.job_controller_delay_seconds);
     return api_options;
   }
   static std::uint64_t seed(const EmulatorOptions& options) {
@@ -659,6 +670,16 @@ class Emulator {
 
     const auto handling = std::chrono::steady_clock::now();
     Response response = api_.handle(request);
+    if (response.hold.count() > 0) {
+      // Held like kube-apiserver holds a custom resource's create right after its CRD was
+      // established: the request is answered (and takes effect) only after the hold.
+      net::steady_timer hold(io_);
+      hold.expires_after(response.hold);
+      boost::system::error_code ignored;
+      co_await hold.async_wait(net::redirect_error(use_awaitable, ignored));
+      request.held = true;
+      response = api_.handle(request);
+    }
     persist();
     entry.handled_us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - handling).count();
@@ -692,8 +713,10 @@ class Emulator {
 
   static http::response<http::string_body> build(const http::request<http::string_body>& message, Response& response) {
     http::response<http::string_body> reply{static_cast<http::status>(response.status), message.version()};
-    reply.set(http::field::content_type, response.content_type);
-    reply.set(http::field::cache_control, "no-cache, private");
+    if (response.status != 304) {  // a 304 has no body, hence no Content-Type (recording 05)
+      reply.set(http::field::content_type, response.content_type);
+    }
+    reply.set(http::field::cache_control, response.cache_control);
     for (const auto& [name, value] : response.headers) {
       reply.insert(name, value);
     }
@@ -747,7 +770,22 @@ class Emulator {
       net::steady_timer* timer;
       ~Unregister() { set.erase(timer); }
     } unregister{watchers_, &wake};
-    auto last_sent = std::chrono::steady_clock::now();
+    // Bookmarks as kube-apiserver's watch cache sends them: about 2 s before timeoutSeconds
+    // ends (none in a watch of 2 s or less), and every --watch-bookmark-interval (real: a
+    // minute), each only when the revision has moved on since what the watcher last got
+    // (recordings 55, 56).
+    const auto started = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> before_timeout;
+    if (spec.timeout_seconds > 0 && std::chrono::seconds(spec.timeout_seconds) > kBookmarkBeforeTimeout) {
+      before_timeout = deadline - kBookmarkBeforeTimeout;
+    }
+    const auto interval = std::chrono::milliseconds(
+        static_cast<long>(std::ceil(std::max(options_.watch_bookmark_interval_seconds, 0.001) * 1000)));
+    auto next_bookmark = started + interval;
+    if (before_timeout && *before_timeout < next_bookmark) {
+      next_bookmark = *before_timeout;
+    }
+    std::uint64_t progress = last;  // what the watcher has: the last event or bookmark sent
     auto drop_generation = watch_drop_generation_;
     auto stall_generation = watch_stall_generation_;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -775,12 +813,21 @@ class Emulator {
           batch += line;
         }
         co_await write_chunk(stream, batch);
-        last_sent = std::chrono::steady_clock::now();
-      } else if (spec.bookmarks && std::chrono::steady_clock::now() - last_sent >= kBookmarkInterval) {
-        co_await write_chunk(stream, api_.bookmark_line(spec, api_.store().current_version(), false));
-        last_sent = std::chrono::steady_clock::now();
+        progress = last;
       }
-      wake.expires_at(std::min(deadline, std::chrono::steady_clock::now() + kBookmarkInterval));
+      const auto now = std::chrono::steady_clock::now();
+      if (spec.bookmarks && now >= next_bookmark) {
+        const std::uint64_t current = api_.store().current_version();
+        if (current > progress) {
+          co_await write_chunk(stream, api_.bookmark_line(spec, current, false));
+          progress = current;
+        }
+        next_bookmark = now + interval;
+        if (before_timeout && now < *before_timeout && *before_timeout < next_bookmark) {
+          next_bookmark = *before_timeout;
+        }
+      }
+      wake.expires_at(std::min(deadline, spec.bookmarks ? next_bookmark : deadline));
       boost::system::error_code ignored;
       co_await wake.async_wait(net::redirect_error(use_awaitable, ignored));
     }

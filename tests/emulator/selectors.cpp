@@ -66,6 +66,10 @@ Result<SelectorRequirement> parse_term(std::string_view term, bool set_based_all
       }
       requirement.key = std::string(trim(term.substr(0, at)));
       auto rest = trim(term.substr(at + word.size()));
+      if (!rest.empty() && rest.front() == '(' && rest.find(')') == std::string_view::npos) {
+        // The values run into the end of the selector, as kube-apiserver's parser words it (recording 48).
+        return Error(ErrorKind::invalid, "unable to parse requirement: found '', expected: ',' or ')'");
+      }
       if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')') {
         return invalid_selector(term, "expected a parenthesised set of values");
       }

@@ -112,6 +112,56 @@ bool equal_at(const json::Value& a, const json::Value& b, std::initializer_list<
   return *left == *right;
 }
 
+// A map[string]string as Go's %#v prints it in validation messages.
+std::string go_string_map(const json::Value* map) {
+  if (map == nullptr || !map->IsObject()) {
+    return "map[string]string(nil)";
+  }
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const auto& member : map->GetObject()) {
+    entries.emplace_back(member.name.GetString(), json::string_or(&member.value, ""));
+  }
+  std::sort(entries.begin(), entries.end());
+  std::string text = "map[string]string{";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    text += (i > 0 ? ", " : "") + quoted(entries[i].first) + ":" + quoted(entries[i].second);
+  }
+  return text + "}";
+}
+
+// Whether a metav1.LabelSelector selects these labels (matchLabels and matchExpressions).
+bool selector_matches(const json::Value& selector, const json::Value* labels) {
+  auto label = [&](std::string_view key) -> const json::Value* {
+    return labels != nullptr && labels->IsObject() ? json::find(*labels, key) : nullptr;
+  };
+  if (const json::Value* match = json::find(selector, "matchLabels"); match != nullptr && match->IsObject()) {
+    for (const auto& member : match->GetObject()) {
+      const json::Value* value = label(member.name.GetString());
+      if (value == nullptr || *value != member.value) {
+        return false;
+      }
+    }
+  }
+  if (const json::Value* expressions = json::find(selector, "matchExpressions");
+      expressions != nullptr && expressions->IsArray()) {
+    for (const auto& expression : expressions->GetArray()) {
+      std::string key(json::string_or(json::find(expression, "key"), ""));
+      std::string op(json::string_or(json::find(expression, "operator"), ""));
+      const json::Value* value = label(key);
+      bool listed = false;
+      if (const json::Value* values = json::find(expression, "values"); values != nullptr && values->IsArray()) {
+        listed = value != nullptr && std::any_of(values->Begin(), values->End(),
+                                                 [&](const json::Value& candidate) { return candidate == *value; });
+      }
+      if ((op == "In" && !listed) || (op == "NotIn" && listed) || (op == "Exists" && value == nullptr) ||
+          (op == "DoesNotExist" && value != nullptr)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<FieldCause> validate_name(const ResourceType& type, std::string_view name) {
@@ -267,6 +317,19 @@ std::vector<FieldCause> validate_object(const ResourceType& type, const json::Va
                         "spec.scope"});
     }
   }
+  if (type.group == "apps" && !type.custom) {
+    // The workloads' selector is required and must select the pod template (recording 36).
+    const json::Value* selector = json::find_path(object, {"spec", "selector"});
+    const json::Value* labels = json::find_path(object, {"spec", "template", "metadata", "labels"});
+    const bool missing = selector == nullptr || !selector->IsObject();
+    if (missing) {
+      causes.push_back({"FieldValueRequired", "Required value", "spec.selector"});
+    }
+    if (missing || !selector_matches(*selector, labels)) {
+      causes.push_back(invalid("spec.template.metadata.labels", go_string_map(labels),
+                               "`selector` does not match template `labels`"));
+    }
+  }
   if (type.group.empty() && type.plural == "services") {
     const json::Value* ports = json::find_path(object, {"spec", "ports"});
     auto service_type = json::string_or(json::find_path(object, {"spec", "type"}), "ClusterIP");
@@ -297,54 +360,6 @@ std::vector<FieldCause> validate_object(const ResourceType& type, const json::Va
     }
   }
   return causes;
-}
-
-std::vector<std::string> drop_unknown_builtin_fields(const ResourceType& type, json::Value& object) {
-  static constexpr std::array<std::string_view, 16> metadata_fields = {"name",
-                                                                       "generateName",
-                                                                       "namespace",
-                                                                       "selfLink",
-                                                                       "uid",
-                                                                       "resourceVersion",
-                                                                       "generation",
-                                                                       "labels",
-                                                                       "annotations",
-                                                                       "ownerReferences",
-                                                                       "finalizers",
-                                                                       "managedFields",
-                                                                       "creationTimestamp",
-                                                                       "deletionTimestamp",
-                                                                       "deletionGracePeriodSeconds",
-                                                                       "clusterName"};
-  std::vector<std::string> unknown;
-  std::vector<std::string> doomed;
-  for (const auto& member : object.GetObject()) {
-    std::string_view name(member.name.GetString(), member.name.GetStringLength());
-    if (name == "apiVersion" || name == "kind" || name == "metadata") {
-      continue;
-    }
-    if (std::find(type.top_level_fields.begin(), type.top_level_fields.end(), name) == type.top_level_fields.end()) {
-      doomed.emplace_back(name);
-    }
-  }
-  for (const auto& name : doomed) {
-    object.RemoveMember(name.c_str());
-    unknown.push_back(name);
-  }
-  if (json::Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
-    doomed.clear();
-    for (const auto& member : metadata->GetObject()) {
-      std::string_view name(member.name.GetString(), member.name.GetStringLength());
-      if (std::find(metadata_fields.begin(), metadata_fields.end(), name) == metadata_fields.end()) {
-        doomed.emplace_back(name);
-      }
-    }
-    for (const auto& name : doomed) {
-      metadata->RemoveMember(name.c_str());
-      unknown.push_back("metadata." + name);
-    }
-  }
-  return unknown;
 }
 
 // ---- CRD schemas ----------------------------------------------------------------

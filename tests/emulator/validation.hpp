@@ -1,6 +1,5 @@
 // Validation kube-apiserver applies before storing an object: name formats per
-// kind, immutable fields on update, unknown top-level/metadata fields for
-// fieldValidation, the 1 MiB a Secret's or ConfigMap's data may hold, and
+// kind, immutable fields on update, the 1 MiB a Secret's or ConfigMap's data may hold, and
 // CustomResourceDefinition schemas (types, required, enums,
 // x-kubernetes-preserve-unknown-fields, pruning). Pure functions returning the
 // field causes a 422 Invalid Status carries.
@@ -28,10 +27,6 @@ std::vector<FieldCause> validate_immutable(const ResourceType& type, const json:
                                            const json::Value& new_object);
 // Kind-specific checks on create and update (e.g. CRD names, Service ports, data size).
 std::vector<FieldCause> validate_object(const ResourceType& type, const json::Value& object);
-
-// Unknown fields for built-in kinds (top level and metadata). Returns the dotted
-// paths and removes them from the object, as decoding into Go types would.
-std::vector<std::string> drop_unknown_builtin_fields(const ResourceType& type, json::Value& object);
 
 // Validates a custom resource against its openAPIV3Schema and prunes unknown fields.
 // `unknown` receives pruned paths, the returned causes are schema violations.

@@ -532,11 +532,14 @@ TEST_CASE("randomized: edits and server faults for hundreds of steps end with th
   for (const char* collection : {"configmaps", "services", "serviceaccounts", "namespaces"}) {
     json::Document items =
         list(emulator, std::string("/api/v1/") + collection + "?labelSelector=" + applyset_selector());
+    // (a list's items carry no kind of their own, as from kube-apiserver: the list's, less "List")
+    std::string list_kind = text_at(items, {"kind"});
+    const std::string kind = list_kind.substr(0, list_kind.size() - std::string_view("List").size());
     for (const auto& item : json::find(items, "items")->GetArray()) {
       if (json::find_path(item, {"metadata", "deletionTimestamp"}) != nullptr) {
         continue;
       }
-      labelled.insert(text_at(item, {"kind"}) + "/" + text_at(item, {"metadata", "namespace"}) + "/" +
+      labelled.insert(kind + "/" + text_at(item, {"metadata", "namespace"}) + "/" +
                       text_at(item, {"metadata", "name"}));
     }
   }

@@ -49,7 +49,14 @@ struct Harness {
     request.accept = "application/json";
     request.user_agent = "unit-test/1.0";
     request.identity = std::move(identity);
-    return api.handle(request);
+    Response response = api.handle(request);
+    if (response.hold.count() > 0) {
+      // Held (a custom resource's create right after its CRD was established): asked again after the hold.
+      clock->advance(response.hold);
+      request.held = true;
+      response = api.handle(request);
+    }
+    return response;
   }
 
   Response get(const std::string& target) { return call("GET", target); }

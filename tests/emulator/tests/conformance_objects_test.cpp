@@ -11,26 +11,11 @@ using namespace kstate;
 using namespace kstate::emulator::test;
 using kstate::testing::Emulator;
 
-namespace {
-
-void check(const RecordedExchange& exchange, const Reply& reply,
-           const JsonComparison& comparison = JsonComparison::run_to_run()) {
-  CHECK(mismatch_report(exchange, compare_reply(exchange, reply, comparison)) == "");
-}
-
-void replay(const Replayer& replayer, const char* number,
-            const JsonComparison& comparison = JsonComparison::run_to_run()) {
-  auto exchange = load_recording(number);
-  check(exchange, replayer.send(exchange), comparison);
-}
-
-}  // namespace
-
 TEST_CASE("conformance 10-19: create, conflict, not found, server defaults, dry run, lists") {
   Emulator emulator(conformance_emulator());
   Replayer replayer(emulator);
   for (const char* number : {"10", "11", "12", "13", "14", "15"}) {
-    replay(replayer, number);
+    replay_and_check(replayer, number);
   }
   CHECK(recorder_request(emulator, "GET", "/api/v1/namespaces/rec-1/configmaps/dry-only").status == 404);
   // The lists' second ConfigMap, created between the recorded exchanges.
@@ -40,9 +25,9 @@ TEST_CASE("conformance 10-19: create, conflict, not found, server defaults, dry 
                            R"("data":{"debug":"false"}})")
               .status == 201);
   // kube-controller-manager's kube-root-ca.crt holds the cluster's own CA.
-  replay(replayer, "16", JsonComparison::run_to_run().ignore_value("/items/2/data/ca.crt"));
+  replay_and_check(replayer, "16", JsonComparison::run_to_run().ignore_value("/items/2/data/ca.crt"));
   for (const char* number : {"17", "18", "19"}) {
-    replay(replayer, number);
+    replay_and_check(replayer, number);
   }
 }
 

@@ -62,7 +62,7 @@ bool in_discovery(Harness& h) {
 
 TEST_CASE("a CRD is established after the delay, then its kind is served and discovered") {
   ApiServer::Options options;
-  options.crd_establish_delay = std::chrono::milliseconds(500);
+  options.controllers.crd_establish_delay = std::chrono::milliseconds(500);
   Harness h(options);
   auto created = h.post(kCrds, kWidgetCrd);
   REQUIRE(created.status == 201);
@@ -88,12 +88,17 @@ TEST_CASE("a CRD is established after the delay, then its kind is served and dis
   CHECK(str((*json::find(resources, "resources"))[0], {"name"}) == "widgets");
   CHECK(str((*json::find(resources, "resources"))[1], {"name"}) == "widgets/status");
   CHECK(h.post(kWidgets, widget(R"({"size":1})")).status == 201);
+  // Custom resources keep kind/apiVersion in a LIST (recording 65).
+  auto listed = parse(h.get(kWidgets));
+  REQUIRE(json::find(listed, "items")->Size() == 1);
+  CHECK(str((*json::find(listed, "items"))[0], {"kind"}) == "Widget");
+  CHECK(str((*json::find(listed, "items"))[0], {"apiVersion"}) == "example.com/v1");
 }
 
 TEST_CASE("with a CRD update delay, a version an update adds is served and discovered only after it") {
   ApiServer::Options options;
-  options.crd_establish_delay = std::chrono::milliseconds(0);
-  options.crd_update_delay = std::chrono::milliseconds(1000);
+  options.controllers.crd_establish_delay = std::chrono::milliseconds(0);
+  options.controllers.crd_update_delay = std::chrono::milliseconds(1000);
   Harness h(options);
   REQUIRE(h.post(kCrds, kWidgetCrd).status == 201);
   h.api.tick();
@@ -122,7 +127,7 @@ TEST_CASE("with a CRD update delay, a version an update adds is served and disco
 
 TEST_CASE("custom resources are validated against the schema and pruned of unknown fields") {
   ApiServer::Options options;
-  options.crd_establish_delay = std::chrono::milliseconds(0);
+  options.controllers.crd_establish_delay = std::chrono::milliseconds(0);
   Harness h(options);
   REQUIRE(h.post(kCrds, kWidgetCrd).status == 201);
   h.api.tick();
@@ -164,7 +169,7 @@ TEST_CASE("custom resources are validated against the schema and pruned of unkno
 
 TEST_CASE("deleting the CRD removes its custom resources and its discovery entries") {
   ApiServer::Options options;
-  options.crd_establish_delay = std::chrono::milliseconds(0);
+  options.controllers.crd_establish_delay = std::chrono::milliseconds(0);
   Harness h(options);
   REQUIRE(h.post(kCrds, kWidgetCrd).status == 201);
   h.api.tick();

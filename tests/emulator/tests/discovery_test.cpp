@@ -113,7 +113,7 @@ TEST_CASE("aggregated discovery v2 and v2beta1 are selected by Accept and carry 
   CHECK(found_deployments);
   std::string etag;
   for (const auto& [name, value] : v2.headers) {
-    if (name == "ETag") {
+    if (name == "Etag") {  // (as Go spells it, recording 04)
       etag = value;
     }
   }

@@ -2,6 +2,7 @@
 // serves (discovery, OpenAPI, apply, diff, dry-run, delete, wait, auth), the
 // emulator is faithful where clients look. Skipped when kubectl is absent.
 #include <catch2/catch.hpp>
+#include <regex>
 
 #include "tests/support/emulator.hpp"
 #include "tests/support/process.hpp"
@@ -116,7 +117,7 @@ TEST_CASE("kubectl: version, get and api-resources") {
   CHECK(namespaces.out.find("kube-system") != std::string::npos);
   auto resources = kubectl({"api-resources"});
   REQUIRE(resources.exit_code == 0);
-  CHECK(resources.out.find("deployments                       deploy       apps/v1") != std::string::npos);
+  CHECK(std::regex_search(resources.out, std::regex("\ndeployments +deploy +apps/v1 +true +Deployment\n")));
   CHECK(resources.out.find("customresourcedefinitions") != std::string::npos);
   auto namespaced = kubectl({"api-resources", "--namespaced=false", "-o", "name"});
   CHECK(namespaced.out.find("namespaces\n") != std::string::npos);

@@ -82,13 +82,14 @@ TEST_CASE("fieldValidation: Strict rejects unknown fields, Warn warns and drops 
   CHECK(strict.status == 400);
   CHECK(str(parse(strict), {"message"}) ==
         "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field "
-        "\"extra\", unknown field \"metadata.bogus\"");
+        "\"metadata.bogus\", unknown field \"extra\"");  // in the order the body has them
   auto warn = h.post(kConfigMaps + "?fieldValidation=Warn", body);
   REQUIRE(warn.status == 201);
   CHECK(json::find(parse(warn), "extra") == nullptr);
   REQUIRE(warn.headers.size() == 2);
   CHECK(warn.headers[0].first == "Warning");
-  CHECK(warn.headers[0].second == "299 - \"unknown field \\\"extra\\\"\"");
+  CHECK(warn.headers[0].second == "299 - \"unknown field \\\"metadata.bogus\\\"\"");
+  CHECK(warn.headers[1].second == "299 - \"unknown field \\\"extra\\\"\"");
   h.del(kConfigMaps + "/a");
   auto ignore = h.post(kConfigMaps + "?fieldValidation=Ignore", body);
   CHECK(ignore.status == 201);
@@ -187,7 +188,7 @@ TEST_CASE("every namespace gets kube-controller-manager's ServiceAccount `defaul
   CHECK(h.get("/api/v1/namespaces/team").status == 404);
 
   // With a delay (a real cluster takes 5-100 ms), they come on the first tick after it.
-  options.namespace_controllers_delay = std::chrono::milliseconds(100);
+  options.controllers.namespace_defaults_delay = std::chrono::milliseconds(100);
   Harness later(options);
   REQUIRE(later.post("/api/v1/namespaces", team).status == 201);
   CHECK(later.get(sa).status == 404);
@@ -200,7 +201,7 @@ TEST_CASE("every namespace gets kube-controller-manager's ServiceAccount `defaul
   CHECK(later.get(ca).status == 200);
 
   // Without those controllers: nothing.
-  options.namespace_controllers = false;
+  options.controllers.namespace_defaults = false;
   Harness bare(options);
   REQUIRE(bare.post("/api/v1/namespaces", team).status == 201);
   CHECK(bare.get(sa).status == 404);

@@ -2,10 +2,12 @@
 #include "tests/emulator/tests/recordings.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace kstate::emulator::test {
 
@@ -402,11 +404,60 @@ Reply recorder_request(const kstate::testing::Emulator& emulator, const std::str
   return Reply{http.status, http.headers, http.body};
 }
 
+json::Document replay_and_check(const Replayer& replayer, const RecordedExchange& exchange,
+                                const JsonComparison& comparison, const Replayer::Overrides& overrides) {
+  auto reply = replayer.send(exchange, overrides);
+  check_reply(exchange, reply, comparison);
+  return reply_json(reply);
+}
+
+json::Document replay_and_check(const Replayer& replayer, std::string_view number, const JsonComparison& comparison) {
+  return replay_and_check(replayer, load_recording(number), comparison);
+}
+
+void check_reply(const RecordedExchange& exchange, const Reply& reply, const JsonComparison& comparison) {
+  CHECK(mismatch_report(exchange, compare_reply(exchange, reply, comparison)) == "");
+}
+
+std::string text_at(const json::Value& object, std::initializer_list<std::string_view> path) {
+  return std::string(json::string_or(json::find_path(object, path), ""));
+}
+
+const char* const kRecordedJob = R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  name: once
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox:1.36
+        command: [echo, hello]
+)";
+
 kstate::testing::EmulatorOptions conformance_emulator() {
   kstate::testing::EmulatorOptions options;
   options.version = "1.32";
   options.crd_establish_delay_seconds = 0.02;
+  // Long enough to look at the states in between (a CRD being cleaned up, a namespace
+  // before the controller's first pass), short enough for a test of seconds.
+  options.extra_args = {
+      "--crd-deletion-delay",         "0.3", "--crd-create-hold",         "0.3", "--namespace-deletion-delay", "0.6",
+      "--namespace-recheck-interval", "0.2", "--watch-bookmark-interval", "60"};
   return options;
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 std::string mismatch_report(const RecordedExchange& exchange, const std::vector<Mismatch>& mismatches) {

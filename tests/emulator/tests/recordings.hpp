@@ -7,6 +7,8 @@
 // exactly what the emulator answers differently.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -117,6 +119,27 @@ Reply recorder_request(const kstate::testing::Emulator& emulator, const std::str
 // The emulator the conformance tests replay against: the recorded version (1.32) and
 // controllers fast enough for tests that take seconds.
 kstate::testing::EmulatorOptions conformance_emulator();
+
+// Replays a recording (after the caller's setup) and CHECKs that the answer matches
+// it; returns the answer's body as JSON for further checks.
+json::Document replay_and_check(const Replayer& replayer, const RecordedExchange& exchange,
+                                const JsonComparison& comparison = JsonComparison::run_to_run(),
+                                const Replayer::Overrides& overrides = {});
+json::Document replay_and_check(const Replayer& replayer, std::string_view number,
+                                const JsonComparison& comparison = JsonComparison::run_to_run());
+// CHECKs that an answer already received matches the recording.
+void check_reply(const RecordedExchange& exchange, const Reply& reply,
+                 const JsonComparison& comparison = JsonComparison::run_to_run());
+
+// A string in a JSON document ("" when absent).
+std::string text_at(const json::Value& object, std::initializer_list<std::string_view> path);
+
+// The Job recordings 39 and 73 imply: created by kstate's server-side apply, command [echo, hello].
+extern const char* const kRecordedJob;
+
+// Polls `condition` (every 20 ms) until it holds or `limit` passes: for the states
+// controllers reach some time after a request, over the real server's clock.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = std::chrono::seconds(10));
 
 // "File: title" plus the mismatches, for a test's failure message; empty when they match.
 std::string mismatch_report(const RecordedExchange& exchange, const std::vector<Mismatch>& mismatches);
