@@ -36,14 +36,6 @@ class CredentialSource {
   virtual bool may_block(bool /*after_unauthorized*/) const { return false; }
 };
 
-// Why a credential cannot go into an Authorization header (nullopt: it can). Control
-// characters (RFC 5234's CTL, tab included) are refused in tokens, user names and
-// passwords: a line break would end the header and start another (header injection),
-// and RFC 7617 rules them out of basic auth. A user name may not contain ':', where
-// basic auth splits it from the password. The message names the field, never the value.
-enum class CredentialField { token, username, password };
-std::optional<std::string> credential_problem(CredentialField field, std::string_view value);
-
 // Runs an exec plugin: given the plugin and the KUBERNETES_EXEC_INFO value, returns
 // its standard output. Injected so tests can count runs; the default spawns it.
 using ExecRunner = std::function<Result<std::string>(const ExecConfig& exec, const std::string& exec_info)>;

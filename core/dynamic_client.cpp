@@ -1,6 +1,8 @@
 // DynamicClient verbs on top of request building and a Transport.
 #include "core/dynamic_client.hpp"
 
+#include "core/untrusted_text.hpp"
+
 namespace kstate {
 namespace {
 
@@ -51,6 +53,11 @@ asio::awaitable<Result<json::Document>> DynamicClient::send_for_object(Result<Re
     co_return request.error();
   }
   auto response = co_await transport_.send(request.value());
+  if (warnings_ != nullptr) {
+    for (const auto& text : response ? response->warnings() : response.error().warnings) {
+      warnings_->push_back(printable(text, max_warning_bytes));
+    }
+  }
   if (!response) {
     co_return response.error();
   }

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/api_resource.hpp"
 #include "core/json.hpp"
@@ -127,12 +128,23 @@ class DynamicClient {
 
   Transport& transport() { return transport_; }
 
+  // A client like this one that also appends the server's warnings (Warning headers,
+  // on successful and failed answers alike) to `sink`, made printable and at most
+  // max_warning_bytes each: the engine gives each state its own, so that a warning
+  // is shown with the state whose request drew it. `sink` must outlive the copy.
+  DynamicClient collecting_warnings(std::vector<std::string>& sink) const {
+    DynamicClient copy = *this;
+    copy.warnings_ = &sink;
+    return copy;
+  }
+
  private:
   asio::awaitable<Result<json::Document>> send_for_object(Result<Request> request, bool keep_managed_fields = false);
 
   Transport& transport_;
   std::optional<asio::any_io_executor> decode_executor_;
   std::size_t decode_min_bytes_ = 0;
+  std::vector<std::string>* warnings_ = nullptr;  // collecting_warnings()
 };
 
 // A ready-to-use client: configuration, transport and DynamicClient.

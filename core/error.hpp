@@ -48,6 +48,14 @@ struct Error {
   std::string reason;  // Status.reason, e.g. NotFound, Conflict, Invalid
   std::vector<StatusCause> causes;
   int retry_after_seconds = -1;  // from Retry-After or Status.details.retryAfterSeconds
+  // A 404 about the path rather than an object: the server serves no such resource
+  // there (an unknown group or version, a custom resource whose CRD is not served yet
+  // or any more). It answers so with Go's text/plain "404 page not found" (recordings
+  // 08 and 60) or a NotFound Status naming no object; a missing object or namespace
+  // gets a NotFound Status naming it (recordings 13 and 41).
+  bool resource_not_served = false;
+  // The server's Warning headers on the failed answer (Response::warnings).
+  std::vector<std::string> warnings;
 
   Error() = default;
   Error(ErrorKind k, std::string msg) : kind(k), message(std::move(msg)) {}

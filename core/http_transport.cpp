@@ -640,6 +640,7 @@ class HttpTransport final : public Transport {
           co_return std::move(*outcome.response);
         }
         error = error_from_response(status, outcome.response->body, outcome.response->header("retry-after"));
+        error.warnings = outcome.response->warnings();
         if (status == 401 && !refreshed_credentials) {
           // Tokens rotate and exec credentials expire early: refresh once.
           refreshed_credentials = true;

@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "core/credential_file.hpp"
-#include "core/credentials.hpp"
 #include "core/encoding.hpp"
 
 namespace kstate {
@@ -313,12 +312,10 @@ Result<ClientConfig> resolve(const MergedConfig& merged, const std::string& cont
       if ((!config.token.empty() || !config.token_file.empty()) && !config.username.empty()) {
         return config_error(user_where + ": username/password or bearer token may be set, but not both");
       }
-      for (auto [field, value] :
-           {std::pair{CredentialField::token, &config.token}, std::pair{CredentialField::username, &config.username},
-            std::pair{CredentialField::password, &config.password}}) {
-        if (auto problem = credential_problem(field, *value)) {
-          return config_error(user_where + ": " + *problem);
-        }
+      if (config.username.find(':') != std::string::npos) {
+        // Basic auth splits user name and password at the first ':'.
+        return config_error(user_where +
+                            ": username contains ':', which basic auth cannot carry (refused, never sent)");
       }
       if (user.node["exec"]) {
         auto exec = parse_exec(user, user_where);

@@ -2,6 +2,7 @@
 #include "core/response.hpp"
 
 #include <charconv>
+#include <optional>
 
 #include "core/json.hpp"
 #include "core/untrusted_text.hpp"
@@ -56,6 +57,123 @@ ErrorKind error_kind_of(int http_status, std::string_view reason) {
   return ErrorKind::invalid;
 }
 
+std::vector<std::string> Response::warnings() const {
+  std::vector<std::string> texts;
+  for (const auto& [name, value] : headers) {
+    if (name == "warning") {
+      for (auto& text : parse_warning_header(value)) {
+        texts.push_back(std::move(text));
+      }
+    }
+  }
+  return texts;
+}
+
+std::vector<std::string> parse_warning_header(std::string_view value) {
+  std::vector<std::string> texts;
+  // A quoted-string at `at` (which is past the opening quote on return): its text,
+  // unescaped, or nullopt when it is not terminated.
+  auto quoted = [&](std::size_t& at) -> std::optional<std::string> {
+    if (at >= value.size() || value[at] != '"') {
+      return std::nullopt;
+    }
+    std::string text;
+    for (++at; at < value.size(); ++at) {
+      if (value[at] == '\\' && at + 1 < value.size()) {
+        text += value[++at];
+      } else if (value[at] == '"') {
+        ++at;
+        return text;
+      } else {
+        text += value[at];
+      }
+    }
+    return std::nullopt;
+  };
+  std::size_t at = 0;
+  while (at < value.size()) {
+    while (at < value.size() && (value[at] == ' ' || value[at] == ',')) {
+      ++at;
+    }
+    if (at + 4 > value.size() || value[at + 3] != ' ') {
+      break;
+    }
+    const std::string_view code = value.substr(at, 3);
+    at += 4;
+    const std::size_t agent_end = value.find(' ', at);
+    if (agent_end == std::string_view::npos) {
+      break;
+    }
+    at = agent_end + 1;
+    auto text = quoted(at);
+    if (!text) {
+      break;
+    }
+    if (at < value.size() && value[at] == ' ' && at + 1 < value.size() && value[at + 1] == '"') {
+      ++at;
+      if (!quoted(at)) {  // the optional warn-date
+        break;
+      }
+    }
+    if (code == "299") {
+      texts.push_back(std::move(*text));
+    }
+  }
+  return texts;
+}
+
+namespace {
+
+// Server-side apply checks the patch against the kind's schema before anything else,
+// and reports a mismatch (an undeclared field, a value of the wrong type) as an
+// internal error: HTTP 500, a Status without reason, whatever fieldValidation says
+// (recordings 26 and 66; kubernetes/kubernetes#122480). Its message is the only place
+// that says so: "failed to create typed patch object (/name; group/version,
+// Kind=K): .path: text", or "...: errors:\n  .path: text\n  .path: text" for several.
+// Returns the causes (paths without their leading dot), empty when the message is not
+// of that form.
+constexpr std::string_view typed_patch_failure = "failed to create typed patch object";
+
+std::vector<StatusCause> typed_patch_causes(std::string_view message) {
+  std::vector<StatusCause> causes;
+  if (!message.starts_with(typed_patch_failure)) {
+    return causes;
+  }
+  const std::size_t identity_end = message.find("): ");
+  if (identity_end == std::string_view::npos) {
+    return causes;
+  }
+  std::string_view rest = message.substr(identity_end + 3);
+  if (rest.starts_with("errors:")) {
+    rest.remove_prefix(7);
+  }
+  while (!rest.empty()) {
+    std::size_t line_end = rest.find('\n');
+    std::string_view line = rest.substr(0, line_end);
+    rest = line_end == std::string_view::npos ? std::string_view() : rest.substr(line_end + 1);
+    while (!line.empty() && line.front() == ' ') {
+      line.remove_prefix(1);
+    }
+    const std::size_t separator = line.find(": ");
+    if (line.empty() || separator == std::string_view::npos) {
+      continue;
+    }
+    std::string_view path = line.substr(0, separator);
+    if (path.starts_with('.')) {
+      path.remove_prefix(1);
+    }
+    if (causes.size() == max_causes) {
+      causes.push_back({"", "... and more fields", ""});
+      break;
+    }
+    causes.push_back({"FieldValueInvalid", printable(line.substr(separator + 2), max_cause_bytes),
+                      printable(path, max_cause_bytes)});
+  }
+  return causes;
+}
+
+}  // namespace
+
 Error error_from_response(int http_status, std::string_view body, std::string_view retry_after) {
   Error error;
   error.http_status = http_status;
@@ -84,6 +202,24 @@ Error error_from_response(int http_status, std::string_view body, std::string_vi
       }
     }
   }
+  error.kind = error_kind_of(http_status, error.reason);
+  if (http_status == 404) {
+    // No Status, or a NotFound Status that names no object: see resource_not_served.
+    const bool names_something = is_status && (json::find_path(*document, {"details", "name"}) != nullptr ||
+                                               json::find_path(*document, {"details", "kind"}) != nullptr);
+    error.resource_not_served = !names_something;
+    if (!is_status) {
+      error.message = "the server does not serve this resource (HTTP 404: 404 page not found)";
+    }
+  }
+  if (http_status >= 500 && error.reason.empty() && is_status) {
+    // (from the message as sent: its line breaks separate the fields)
+    if (auto causes = typed_patch_causes(json::string_or(json::find(*document, "message"), "")); !causes.empty()) {
+      error.kind = ErrorKind::invalid;  // the request's fault: never retried as a server failure
+      error.causes = std::move(causes);
+      error.message = "the object does not match the server's schema for its kind";
+    }
+  }
   if (error.message.empty()) {
     std::string excerpt = printable(body, 200);
     error.message = "the server responded with HTTP " + std::to_string(http_status) +
@@ -96,7 +232,6 @@ Error error_from_response(int http_status, std::string_view body, std::string_vi
       error.retry_after_seconds = seconds;
     }
   }
-  error.kind = error_kind_of(http_status, error.reason);
   return error;
 }
 

@@ -20,7 +20,20 @@ struct Response {
 
   // The first header with this (lower-case) name, or "" when absent.
   std::string_view header(std::string_view lower_case_name) const;
+  // The texts of every Warning header (parse_warning_header), in the order sent.
+  std::vector<std::string> warnings() const;
 };
+
+// The texts of the warnings in one Warning header value: RFC 7234's
+// `code SP agent SP "quoted text" [SP "date"]`, comma-separated, of which the API
+// server sends code 299 only (`299 - "unknown field \"x\""`, recordings 27 and 73).
+// As client-go, only code 299 is kept; the text is unquoted but not made printable
+// (core/untrusted_text.hpp). A malformed part ends the parse: the texts before it are kept.
+std::vector<std::string> parse_warning_header(std::string_view value);
+
+// What one warning may take when shown: they are short sentences (the API server caps
+// all of a response's warnings at 4 KB), so a longer one is cut.
+inline constexpr std::size_t max_warning_bytes = 512;
 
 // The ErrorKind of an HTTP status code and Status.reason (409 AlreadyExists vs Conflict).
 ErrorKind error_kind_of(int http_status, std::string_view reason);

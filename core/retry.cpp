@@ -47,7 +47,9 @@ std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& policy, 
   }
   bool transport_failure =
       error.http_status == 0 && (error.kind == ErrorKind::connection || error.kind == ErrorKind::timeout);
-  bool server_failure = error.http_status >= 500;
+  // (a 5xx the decoding classified as the request's fault, such as server-side apply's
+  // 500 for a field the schema does not declare, is not a server failure)
+  bool server_failure = error.http_status >= 500 && error.retryable();
   if (!transport_failure && !server_failure) {
     return std::nullopt;
   }

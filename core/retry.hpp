@@ -43,7 +43,8 @@ struct RetryPolicy {
 // (always when `request.retry` is false).
 //  - 429, and 503 with Retry-After: the server did not process the request, so any
 //    request is retried, after Retry-After (or backoff when it is absent);
-//  - connection failures, timeouts and other 5xx: retried with jittered exponential
+//  - connection failures, timeouts and other 5xx (but not one decoded as the request's
+//    fault, error_from_response): retried with jittered exponential
 //    backoff only when the request is idempotent, or when it never left this process
 //    (`request_sent` false: connect or handshake failed); while the server is not
 //    known to answer (`server_answering` false), at most retries_while_not_answering

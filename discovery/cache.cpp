@@ -234,6 +234,14 @@ Result<CacheEntry> parse_cache_entry(std::string_view text) {
 }
 
 Result<CacheEntry> read_cache(const std::string& file) {
+  auto content = read_cache_text(file);
+  if (!content) {
+    return content.error();
+  }
+  return parse_cache_entry(content.value());
+}
+
+Result<std::string> read_cache_text(const std::string& file) {
   if (auto checked = check_private(file, true); !checked) {
     if (checked.error().kind == ErrorKind::not_found) {
       return Error(ErrorKind::not_found, "no discovery cache at " + file);
@@ -264,10 +272,14 @@ Result<CacheEntry> read_cache(const std::string& file) {
     content.append(chunk, static_cast<std::size_t>(count));
   }
   ::close(fd);
-  return parse_cache_entry(content);
+  return content;
 }
 
 Status write_cache(const std::string& file, const CacheEntry& entry) {
+  return write_cache_text(file, serialize_cache_entry(entry));
+}
+
+Status write_cache_text(const std::string& file, std::string_view content) {
   fs::path path(file);
   if (auto made = make_private_directories(path.parent_path()); !made) {
     return made;
@@ -283,7 +295,6 @@ Status write_cache(const std::string& file, const CacheEntry& entry) {
   if (fd < 0) {
     return Error(ErrorKind::io, "cannot write " + temporary + ": " + std::strerror(errno));
   }
-  std::string content = serialize_cache_entry(entry);
   std::size_t written = 0;
   while (written < content.size()) {
     auto count = ::write(fd, content.data() + written, content.size() - written);

@@ -41,4 +41,10 @@ Result<CacheEntry> read_cache(const std::string& file);
 Status write_cache(const std::string& file, const CacheEntry& entry);
 void remove_cache(const std::string& file);
 
+// Any file of the cache folder, as discovery's own is: read whole (not_found when
+// absent), written with 0700 folders and a 0600 file, atomically (temporary + rename).
+// The OpenAPI documents (openapi.hpp) are kept so.
+Result<std::string> read_cache_text(const std::string& file);
+Status write_cache_text(const std::string& file, std::string_view content);
+
 }  // namespace kstate::discovery

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 namespace kstate::discovery {
 
 DiscoveryClient::DiscoveryClient(Transport& transport, std::string server_url, DiscoveryOptions options)
@@ -14,6 +16,16 @@ DiscoveryClient::DiscoveryClient(Transport& transport, std::string server_url, D
     }
   }
   stats_.cache_file = cache_file_;
+}
+
+OpenApiSchemas& DiscoveryClient::openapi() {
+  if (!openapi_) {
+    // Next to the discovery cache file: <cache-dir>/discovery/<host_port>/.
+    std::string folder =
+        cache_file_.empty() ? std::string() : std::filesystem::path(cache_file_).parent_path().string();
+    openapi_ = std::make_unique<OpenApiSchemas>(transport_, std::move(folder));
+  }
+  return *openapi_;
 }
 
 std::chrono::system_clock::time_point DiscoveryClient::now() const {

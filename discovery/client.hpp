@@ -14,6 +14,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "discovery/cache.hpp"
 #include "discovery/discovery.hpp"
 #include "discovery/mapper.hpp"
+#include "discovery/openapi.hpp"
 
 namespace kstate::discovery {
 
@@ -55,6 +57,9 @@ class DiscoveryClient {
   // The resource for a GVK; NotFound (after one refetch) when the server has no such kind.
   boost::asio::awaitable<Result<ApiResource>> resolve(GroupVersionKind gvk);
 
+  // The server's OpenAPI v3 schemas (openapi.hpp), kept in this server's cache folder.
+  OpenApiSchemas& openapi();
+
   const ResourceMapper& mapper() const { return mapper_; }
   const DiscoveryStats& stats() const { return stats_; }
   bool loaded() const { return loaded_; }
@@ -73,6 +78,7 @@ class DiscoveryClient {
   // Kinds that were still missing right after a refetch: not refetched again for them
   // until something else refreshes the data.
   std::set<GroupVersionKind> missing_after_refresh_;
+  std::unique_ptr<OpenApiSchemas> openapi_;
 };
 
 }  // namespace kstate::discovery

@@ -25,6 +25,10 @@ class DiscoveryResolver : public KindResolver {
     }
     co_return co_await discovery_.resolve(gvk);
   }
+  asio::awaitable<Result<std::optional<discovery::PublishedSchema>>> published_schema(
+      const GroupVersionKind& gvk) override {
+    co_return co_await discovery_.openapi().schema_of(gvk);
+  }
   asio::awaitable<Result<std::vector<ApiResource>>> resources() override {
     if (!discovery_.loaded()) {
       if (auto loaded = co_await discovery_.load(); !loaded.ok()) {

@@ -39,6 +39,12 @@ using manifests::Strategy;
 constexpr const char* state_id_label = "kstate.io/state-id";
 constexpr int replace_conflict_retries = 5;
 constexpr int apply_conflict_attempts = 8;
+// How long a state whose kind discovery still lists after its path answered 404 waits
+// before writing again: an API server that has just established the CRD serves it
+// within moments (recording 60: 2 s at most, and a held create is not a 404).
+constexpr std::chrono::milliseconds not_served_pause{500};
+// Distinct server warnings kept in one state's result (the server sends a handful).
+constexpr std::size_t max_warnings_per_state = 16;
 // How long an object_updated waits for an object kube-controller-manager makes in each
 // new namespace (ServiceAccount `default`, ConfigMap `kube-root-ca.crt`).
 constexpr std::chrono::milliseconds made_by_the_cluster_timeout{30000};
@@ -125,8 +131,12 @@ struct Engine::Impl {
     // exist when the pair was read, and the cluster makes an object of its name in every
     // new namespace; or a create found it made meanwhile.
     bool read_when_run = false;
-    bool create_raced = false;                 // a create of it was answered 409 AlreadyExists
+    bool create_raced = false;  // a create of it was answered 409 AlreadyExists
+    bool rediscovered = false;  // a write of it was answered 404 page not found (rediscover)
     std::optional<Clock::time_point> started;  // when execute() began it
+    // The server's warnings on the requests made for this state (its pair's read
+    // included), printable; they go into its result when it ends.
+    std::vector<std::string> warnings;
     // The managers whose fields this object_present took over (takeover.hpp), and in
     // test mode the plan, to show what the apply after it would remove.
     std::vector<std::string> taken_over_from;
@@ -208,6 +218,13 @@ struct Engine::Impl {
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
   bool crd_established_since_refresh = false;
+  // rediscover: discovery read again once per run, by the first state whose write met a
+  // path the server does not serve; the others wait for that read.
+  bool rediscovery_started = false;
+  std::optional<Status> rediscovery;
+  std::unique_ptr<asio::steady_timer> rediscovery_done;
+  // Warning texts already logged by this run (each is logged once per run).
+  std::set<std::string, std::less<>> logged_warnings;
   // until_discovery_lists_version: the last read of discovery, whether one is under
   // way, and when each version's wait ends ("group/version/Kind").
   Clock::time_point discovery_read_at;
@@ -249,37 +266,52 @@ struct Engine::Impl {
   // Every DynamicClient call passes named lvalues: GCC 12 mis-destroys temporaries and
   // default arguments bound to coroutine parameters (a double free seen in practice).
 
-  asio::awaitable<Result<json::Document>> read(const Slot& slot) {
+  // Each state's requests go through a client that keeps the server's warnings for it.
+  asio::awaitable<Result<json::Document>> read(Slot& slot) {
     std::string subresource;
-    co_return co_await client.get(*slot.resource, slot.ref.ns, slot.ref.name, subresource);
+    DynamicClient warned = client.collecting_warnings(slot.warnings);
+    co_return co_await warned.get(*slot.resource, slot.ref.ns, slot.ref.name, subresource);
   }
 
-  asio::awaitable<Result<json::Document>> read_all(const Slot& slot, const ListOptions& list_options) {
+  asio::awaitable<Result<json::Document>> read_all(Slot& slot, const ListOptions& list_options) {
     ListOptions list = list_options;
-    co_return co_await client.list(*slot.resource, slot.ref.ns, list);
+    DynamicClient warned = client.collecting_warnings(slot.warnings);
+    co_return co_await warned.list(*slot.resource, slot.ref.ns, list);
   }
 
-  asio::awaitable<Result<json::Document>> create(const Slot& slot, const json::Value& object) {
+  asio::awaitable<Result<json::Document>> create(Slot& slot, const json::Value& object) {
     WriteOptions write = write_options(false);
-    co_return co_await client.create(*slot.resource, slot.ref.ns, object, write);
+    DynamicClient warned = client.collecting_warnings(slot.warnings);
+    co_return co_await warned.create(*slot.resource, slot.ref.ns, object, write);
   }
 
-  asio::awaitable<Result<json::Document>> put(const Slot& slot, const json::Value& object) {
+  asio::awaitable<Result<json::Document>> put(Slot& slot, const json::Value& object) {
     WriteOptions write = write_options(false);
     std::string subresource;
-    co_return co_await client.replace(*slot.resource, slot.ref.ns, slot.ref.name, object, write, subresource);
+    DynamicClient warned = client.collecting_warnings(slot.warnings);
+    co_return co_await warned.replace(*slot.resource, slot.ref.ns, slot.ref.name, object, write, subresource);
   }
 
-  asio::awaitable<Result<json::Document>> patch(const Slot& slot, PatchType type, const json::Value& body) {
+  asio::awaitable<Result<json::Document>> patch(Slot& slot, PatchType type, const json::Value& body) {
     WriteOptions write = write_options(type == PatchType::apply);
     std::string text = json::dump(body);
     std::string subresource;
-    co_return co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, type, text, write, subresource);
+    DynamicClient warned = client.collecting_warnings(slot.warnings);
+    co_return co_await warned.patch(*slot.resource, slot.ref.ns, slot.ref.name, type, text, write, subresource);
   }
 
-  asio::awaitable<Result<json::Document>> delete_object(const Slot& slot, const DeleteOptions& delete_options) {
+  asio::awaitable<Result<json::Document>> delete_object(Slot& slot, const DeleteOptions& delete_options) {
     DeleteOptions remove_options = delete_options;
-    co_return co_await client.remove(*slot.resource, slot.ref.ns, slot.ref.name, remove_options);
+    DynamicClient warned = client.collecting_warnings(slot.warnings);
+    co_return co_await warned.remove(*slot.resource, slot.ref.ns, slot.ref.name, remove_options);
+  }
+
+  // The warnings of a read shared by several states (a pair's, a kind's LIST) are each
+  // one's: a deprecated API's warning belongs to every object read through it.
+  void share_warnings(const std::vector<std::string>& warnings, const std::vector<std::size_t>& members) {
+    for (std::size_t i : members) {
+      slots[i].warnings.insert(slots[i].warnings.end(), warnings.begin(), warnings.end());
+    }
   }
 
   // --- resolution -----------------------------------------------------------
@@ -543,7 +575,8 @@ struct Engine::Impl {
   // nothing when its namespace was just found absent (it then holds no object; one
   // created meanwhile is the same race as one created after any read).
   asio::awaitable<void> read_pair(const std::vector<std::size_t>& members) {
-    const Slot& first = slots[members.front()];
+    Slot& first = slots[members.front()];
+    const std::size_t warned_before = first.warnings.size();
     const std::string key = live_key(*first.resource, first.ref.ns);
     bool read_ok = false;
     std::vector<std::pair<std::string, const json::Value*>> found;
@@ -582,6 +615,11 @@ struct Engine::Impl {
         read_ok = true;
       }
     }
+    if (first.warnings.size() > warned_before) {
+      const std::vector<std::string> warnings(first.warnings.begin() + static_cast<std::ptrdiff_t>(warned_before),
+                                              first.warnings.end());
+      share_warnings(warnings, std::vector<std::size_t>(members.begin() + 1, members.end()));
+    }
     finish_pair_read(key, found, read_ok);
   }
 
@@ -602,7 +640,12 @@ struct Engine::Impl {
     if (ahead) {
       listed = std::move(*ahead);
     } else {
-      listed = co_await client.list(resource, all_namespaces, owned);
+      std::vector<std::string> warnings;
+      DynamicClient warned = client.collecting_warnings(warnings);
+      listed = co_await warned.list(resource, all_namespaces, owned);
+      for (const auto& members : kind_pairs) {
+        share_warnings(warnings, members);
+      }
     }
     std::vector<const std::vector<std::size_t>*> unanswered;
     if (!listed.ok()) {
@@ -867,7 +910,7 @@ struct Engine::Impl {
     slot.result.result = false;
     slot.result.comment = std::move(comment);
     log_with(log_fields(slot, "failed"), spdlog::level::warn, "failed {} ({}): {}", slot.result.name,
-             slot.result.source.to_string(), slot.result.comment.substr(0, slot.result.comment.find('\n')));
+             slot.result.source.to_string(), one_line(slot.result.comment));
   }
 
   // What a JSON log line about this slot's state carries besides its message.
@@ -884,6 +927,27 @@ struct Engine::Impl {
       fields.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - *slot.started).count();
     }
     return fields;
+  }
+
+  // A comment on one log line: the lines after the first (each field an Invalid answer
+  // or a local check names: "  * spec.replicas: ...") joined with "; ".
+  static std::string one_line(std::string_view comment) {
+    std::string line;
+    for (std::size_t at = 0; at <= comment.size();) {
+      std::size_t end = std::min(comment.find('\n', at), comment.size());
+      std::string_view part = comment.substr(at, end - at);
+      while (part.starts_with(' ')) {
+        part.remove_prefix(1);
+      }
+      if (part.starts_with("* ")) {
+        part.remove_prefix(2);
+      }
+      if (!part.empty()) {
+        line += (line.empty() ? "" : "; ") + std::string(part);
+      }
+      at = end + 1;
+    }
+    return line;
   }
 
   void succeed(std::size_t index, std::string comment) {
@@ -1042,7 +1106,34 @@ struct Engine::Impl {
     } catch (const std::exception& e) {
       fail(index, std::string("internal error: ") + e.what());
     }
+    report_warnings(index);
     slot.result.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  }
+
+  // The server's warnings on this state's requests go into its result, each once and
+  // at most max_warnings_per_state, as kubectl shows them ("Warning: ..."); the log has
+  // each distinct text once per run (a daemon cycle), with the first state it came with.
+  void report_warnings(std::size_t index) {
+    Slot& slot = slots[index];
+    auto& shown = slot.result.warnings;
+    std::size_t left_out = 0;
+    for (auto& text : slot.warnings) {
+      if (std::find(shown.begin(), shown.end(), text) != shown.end()) {
+        continue;
+      }
+      if (shown.size() >= max_warnings_per_state) {
+        ++left_out;
+        continue;
+      }
+      if (logged_warnings.insert(text).second) {
+        spdlog::warn("Warning: {} ({}, {})", text, slot.result.name, slot.result.source.to_string());
+      }
+      shown.push_back(std::move(text));
+    }
+    if (left_out > 0) {
+      shown.push_back("(" + std::to_string(left_out) + " more warnings not shown)");
+    }
+    slot.warnings.clear();
   }
 
   asio::awaitable<void> dispatch(std::size_t index) {
@@ -1055,7 +1146,7 @@ struct Engine::Impl {
       const std::string kind_key = slot.ref.gvk.group + "/" + slot.ref.gvk.kind;
       auto crd = pending_crd_kinds.find(kind_key);
       if (options.test_mode && crd != pending_crd_kinds.end() && state.function != Function::object_absent) {
-        pending_custom_resource(index, crd->second);
+        co_await pending_custom_resource(index, crd->second);
         co_return;
       }
       auto updated_crd = updated_crd_kinds.find(kind_key);
@@ -1137,14 +1228,85 @@ struct Engine::Impl {
     } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0) {
       fail(index, slot.ref.display() + " does not exist (namespace " + slot.ref.ns + " does not exist yet)");
     } else if (state.function == Function::object_updated) {
-      would_update_created(index);
+      co_await would_update_created(index);
     } else {
+      // Even a dry run answers 404 here (recording 41): what the server would refuse is
+      // found against the schema it publishes, so that no object shown as "would be
+      // created" fails half-way through the real apply.
       json::Document desired = desired_object(index);
+      const std::string not_yet = "namespace " + slot.ref.ns + " does not exist yet";
+      LocalCheck check = co_await check_locally(index, desired, not_yet);
+      if (check.outcome == LocalCheck::Outcome::invalid) {
+        fail(index, check.text);
+        co_return;
+      }
       changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
-      slot.result.comment = "would be created; " + why;
+      slot.result.comment = "would be created; " + check.text + " (" + why + ")";
       pending_objects.insert(slot.ref.display());
     }
     co_return;
+  }
+
+  // What test mode found checking an object locally (check_locally).
+  struct LocalCheck {
+    enum class Outcome { valid, invalid, not_validated };
+    Outcome outcome = Outcome::not_validated;
+    // What it was checked against (valid), that and each violation (invalid), or why
+    // it could not be checked (not_validated): said in the state's result.
+    std::string text;
+  };
+
+  // Checks an object the server cannot validate yet against the schema the server
+  // publishes for its kind (OpenAPI v3), or, for a custom resource whose group version
+  // the server does not publish, against its CustomResourceDefinition's schema.
+  // `not_yet`: why the server cannot check it (for the message).
+  asio::awaitable<LocalCheck> check_locally(std::size_t index, const json::Value& object, const std::string& not_yet,
+                                            Completeness completeness = Completeness::whole_object) {
+    const GroupVersionKind gvk = slots[index].ref.gvk;
+    auto verdict = [&not_yet](const std::vector<SchemaViolation>& violations, const std::string& against) {
+      if (violations.empty()) {
+        return LocalCheck{LocalCheck::Outcome::valid, "validated locally against " + against};
+      }
+      std::string text = "invalid against " + against + " (checked locally: " + not_yet + "):";
+      for (const auto& violation : violations) {
+        text += "\n  " + violation.message;
+      }
+      return LocalCheck{LocalCheck::Outcome::invalid, std::move(text)};
+    };
+    // A kind whose CRD this run creates or updates: that CRD's schema, as it will be.
+    for (const auto* crds : {&pending_crd_kinds, &updated_crd_kinds}) {
+      if (auto crd = crds->find(gvk.group + "/" + gvk.kind); crd != crds->end()) {
+        auto schema = crd_version_schema(crd->second, gvk.version);
+        if (schema.ok() && *schema != nullptr) {
+          co_return verdict(validate_against_schema(object, **schema, completeness),
+                            "the schema of CustomResourceDefinition " + string_at(crd->second, {"metadata", "name"}));
+        }
+      }
+    }
+    auto published = co_await resolver.published_schema(gvk);
+    if (published.ok() && published->has_value()) {
+      const discovery::PublishedSchema& found = **published;
+      co_return verdict(validate_against_openapi(object, *found.schema, *found.components, completeness),
+                        "the server's OpenAPI schema of " + gvk.api_version() + " " + gvk.kind);
+    }
+    std::string why_not = published.ok()
+                              ? "the server publishes no OpenAPI schema for " + gvk.api_version() + " " + gvk.kind
+                              : published.error().describe();
+    if (!gvk.group.empty()) {
+      auto crd = co_await crd_of_kind(gvk.group, gvk.kind);
+      if (crd.ok() && *crd != nullptr) {
+        const std::string crd_name = string_at(**crd, {"metadata", "name"});
+        auto schema = crd_version_schema(**crd, gvk.version);
+        if (schema.ok() && *schema != nullptr) {
+          co_return verdict(validate_against_schema(object, **schema, completeness),
+                            "the schema of CustomResourceDefinition " + crd_name);
+        }
+        why_not += schema.ok()
+                       ? "; version " + gvk.version + " of CustomResourceDefinition " + crd_name + " has no schema"
+                       : "; " + schema.error().message;
+      }
+    }
+    co_return LocalCheck{LocalCheck::Outcome::not_validated, "not validated: " + why_not};
   }
 
   // Test mode: a custom resource the server cannot take yet (its CRD, or the version it
@@ -1335,7 +1497,7 @@ struct Engine::Impl {
 
   // Test mode: the CRD of this custom resource is only created by this run, so the
   // server cannot validate it: check it against the CRD's schema here instead.
-  void pending_custom_resource(std::size_t index, const json::Value& crd) {
+  asio::awaitable<void> pending_custom_resource(std::size_t index, const json::Value& crd) {
     Slot& slot = slots[index];
     State& state = states[index];
     std::string crd_name = string_at(crd, {"metadata", "name"});
@@ -1345,15 +1507,15 @@ struct Engine::Impl {
       if (pending_objects.count(slot.ref.display()) == 0) {
         fail(index, slot.ref.display() + " does not exist (" + not_yet + ")");
       } else {
-        would_update_created(index);
+        co_await would_update_created(index);
       }
-      return;
+      co_return;
     }
     json::Document desired = desired_object(index);
     auto schema = crd_version_schema(crd, slot.ref.gvk.version);
     if (!schema.ok()) {
       fail(index, schema.error().message + " (checked locally: " + not_yet + ")");
-      return;
+      co_return;
     }
     std::string violations;
     if (*schema != nullptr) {
@@ -1364,7 +1526,7 @@ struct Engine::Impl {
     if (!violations.empty()) {
       fail(index, "invalid against the schema of CustomResourceDefinition " + crd_name +
                       " (checked locally: " + not_yet + "):" + violations);
-      return;
+      co_return;
     }
     changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
     slot.result.comment =
@@ -1375,13 +1537,21 @@ struct Engine::Impl {
     pending_objects.insert(slot.ref.display());
   }
 
-  // Test mode: the object this object_updated changes is only created by this run.
-  void would_update_created(std::size_t index) {
+  // Test mode: the object this object_updated changes is only created by this run, so
+  // the server cannot check the update: its fields are checked locally (not for
+  // completeness: it names only those it changes).
+  asio::awaitable<void> would_update_created(std::size_t index) {
     Slot& slot = slots[index];
     json::Document desired = desired_object(index, false);
+    const std::string not_yet = slot.ref.display() + " does not exist yet";
+    LocalCheck check = co_await check_locally(index, desired, not_yet, Completeness::fields_only);
+    if (check.outcome == LocalCheck::Outcome::invalid) {
+      fail(index, check.text);
+      co_return;
+    }
     changed(index, "updated", object_diff(json::Value(), desired, diff_label(slot.ref)));
-    slot.result.comment = "would be updated once this run creates it; server validation skipped because " +
-                          slot.ref.display() + " does not exist yet";
+    slot.result.comment = "would be updated once this run creates it; " + check.text +
+                          " (server validation skipped because " + not_yet + ")";
   }
 
   // The object to send: the manifest with its namespace set, kstate's ownership
@@ -1555,14 +1725,75 @@ struct Engine::Impl {
       co_await present(index);
       co_return;
     }
+    if (!written.ok() && written.error().resource_not_served && !slot.rediscovered) {
+      slot.rediscovered = true;
+      if (co_await rediscover(index, written.error())) {
+        co_await present(index);
+      }
+      co_return;
+    }
     if (!written.ok()) {
-      fail(index, written.error().describe());
+      fail(index, manifest_error(written.error(), desired));
       co_return;
     }
     if (options.test_mode && slot.takeover) {
       remove_what_takeover_releases(*slot.takeover, *written, desired);
     }
     co_await report_write(index, *live, *written);
+  }
+
+  // A write refused by the server, told in the manifest's terms: the fields it names
+  // as a manifest reader counts them (manifest_field_path), e.g. server-side apply's
+  // 500 for an undeclared field, `metadata.annotation`.
+  static std::string manifest_error(Error error, const json::Value& sent) {
+    for (auto& cause : error.causes) {
+      cause.field = manifest_field_path(cause.field, sent);
+    }
+    return error.describe();
+  }
+
+  // A write was answered 404 "page not found": the server does not serve the kind at
+  // the path discovery gave (its CRD deleted or changed since discovery was read, or a
+  // custom resource that an API server does not serve yet, recording 60). Discovery is
+  // read again, once per run for all the states that meet this; when the kind still
+  // resolves, the state writes again after a short pause (true), else it fails saying
+  // the server has no such kind (false).
+  asio::awaitable<bool> rediscover(std::size_t index, const Error& refused) {
+    Slot& slot = slots[index];
+    if (!rediscovery_started) {
+      rediscovery_started = true;
+      spdlog::info("the API server does not serve {} at the path discovery gave: reading discovery again",
+                   slot.ref.gvk.qualified_kind());
+      try {
+        rediscovery = co_await resolver.refresh();
+      } catch (const std::exception& failure) {
+        rediscovery = Status(Error(ErrorKind::internal, failure.what()));  // the waiters must not wait forever
+      }
+      if (rediscovery_done) {
+        rediscovery_done->cancel();
+      }
+    }
+    while (!rediscovery) {
+      if (!rediscovery_done) {
+        rediscovery_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
+                                                                asio::steady_timer::time_point::max());
+      }
+      boost::system::error_code ignored;
+      co_await rediscovery_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    if (!rediscovery->ok()) {
+      fail(index, refused.describe() + " (reading discovery again failed: " + rediscovery->error().describe() + ")");
+      co_return false;
+    }
+    auto resource = co_await resolver.resolve_known(slot.ref.gvk);
+    if (!resource.ok()) {
+      fail(index, resource.error().describe() + " (its path answered 404 page not found; discovery was read again)");
+      co_return false;
+    }
+    set_resource(index, std::make_shared<const ApiResource>(std::move(resource).value()));
+    slot.result.name = slot.ref.display();
+    co_await sleep_for(not_served_pause);
+    co_return true;
   }
 
   // Test mode: the dry-run apply could not see a takeover that was not made, so what
@@ -2025,7 +2256,7 @@ struct Engine::Impl {
     }
     const json::Value* found = *got;
     if (found->IsNull() && options.test_mode && pending_objects.count(slot.ref.display()) > 0) {
-      would_update_created(index);
+      co_await would_update_created(index);
       co_return;
     }
     if (found->IsNull() && made_by_the_cluster_here(index) && !options.test_mode) {
@@ -2055,7 +2286,7 @@ struct Engine::Impl {
       written = co_await patch(slot, PatchType::merge, desired);
     }
     if (!written.ok()) {
-      fail(index, written.error().describe());
+      fail(index, manifest_error(written.error(), desired));
       co_return;
     }
     std::string diff = object_diff(live, *written, diff_label(slot.ref));
@@ -2104,7 +2335,8 @@ struct Engine::Impl {
     }
     std::string text = json::dump(desired);
     std::string subresource;
-    co_return co_await client.patch(*slot.resource, slot.ref.ns, slot.ref.name, PatchType::apply, text, write,
+    DynamicClient warned = client.collecting_warnings(slot.warnings);
+    co_return co_await warned.patch(*slot.resource, slot.ref.ns, slot.ref.name, PatchType::apply, text, write,
                                     subresource);
   }
 

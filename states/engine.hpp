@@ -15,12 +15,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/api_resource.hpp"
 #include "core/dynamic_client.hpp"
 #include "core/gvk.hpp"
+#include "discovery/openapi.hpp"
 #include "manifests/state.hpp"
 #include "states/report.hpp"
 
@@ -44,6 +46,14 @@ class KindResolver {
   // enumerate answers an error, and prune then keeps every Namespace and CRD.
   virtual asio::awaitable<Result<std::vector<ApiResource>>> resources() {
     co_return Error(ErrorKind::internal, "this resolver cannot list the server's resources");
+  }
+  // The kind's schema as the server publishes it (OpenAPI v3, discovery/openapi.hpp),
+  // for test mode's checks of objects the server cannot validate yet; nullopt when it
+  // publishes none. The schema stays valid as long as the resolver.
+  virtual asio::awaitable<Result<std::optional<discovery::PublishedSchema>>> published_schema(
+      const GroupVersionKind& gvk) {
+    (void)gvk;
+    co_return Error(ErrorKind::unsupported, "this resolver cannot read the server's OpenAPI schemas");
   }
 };
 

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/untrusted_text.hpp"
+
 namespace kstate::states {
 
 namespace {
@@ -71,6 +73,17 @@ std::string name_of(const json::Value& object) {
   return string_at(object, {"metadata", "name"});
 }
 
+ReadinessCheck deployment_rollout(const json::Value& object);
+
+// A check that is not ready, with what the object reports about itself appended.
+ReadinessCheck with_self_report(ReadinessCheck check, const json::Value& object) {
+  if (check.readiness != Readiness::ready) {
+    if (std::string report = self_report(object); !report.empty())
+      check.reason += "; " + report;
+  }
+  return check;
+}
+
 // The controller has not seen the latest spec yet.
 bool generation_observed(const json::Value& object) {
   return integer_at(object, {"metadata", "generation"}) <= integer_at(object, {"status", "observedGeneration"});
@@ -110,12 +123,19 @@ ReadinessCheck check_namespace_ready(const json::Value& object) {
   if (phase == "Active")
     return ready("Active");
   if (phase == "Terminating")
-    return failed("namespace " + name_of(object) + " is terminating");
+    return with_self_report(failed("namespace " + name_of(object) + " is terminating"), object);
   return waiting("namespace " + name_of(object) + " is not Active yet (phase " +
                  (phase.empty() ? std::string("unset") : phase) + ")");
 }
 
 ReadinessCheck check_deployment_ready(const json::Value& object) {
+  return with_self_report(deployment_rollout(object), object);
+}
+
+namespace {
+
+// kubectl rollout status' verdict on a Deployment.
+ReadinessCheck deployment_rollout(const json::Value& object) {
   const std::string name = name_of(object);
   if (!generation_observed(object))
     return waiting("Waiting for deployment spec update to be observed...");
@@ -138,6 +158,8 @@ ReadinessCheck check_deployment_ready(const json::Value& object) {
                    " updated replicas are available...");
   return ready("deployment \"" + name + "\" successfully rolled out");
 }
+
+}  // namespace
 
 ReadinessCheck check_statefulset_ready(const json::Value& object) {
   const std::string strategy = string_at(object, {"spec", "updateStrategy", "type"});
@@ -258,19 +280,66 @@ ReadinessCheck check_deleted(const json::Value* live, std::string_view deleted_u
   const std::string uid = string_at(*live, {"metadata", "uid"});
   if (!deleted_uid.empty() && !uid.empty() && uid != deleted_uid)
     return ready("deleted (a new object with the same name exists)");
-  if (has(*live, {"metadata", "deletionTimestamp"})) {
-    std::string finalizers;
-    if (const json::Value* list = json::find_path(*live, {"metadata", "finalizers"});
-        list != nullptr && list->IsArray()) {
-      for (const json::Value& finalizer : list->GetArray()) {
-        if (!finalizers.empty())
-          finalizers += ", ";
-        finalizers += json::string_or(&finalizer, "");
-      }
-    }
-    return waiting("terminating" + (finalizers.empty() ? std::string() : ", waiting for finalizers: " + finalizers));
+  const std::string report = self_report(*live);
+  const std::string state = has(*live, {"metadata", "deletionTimestamp"}) ? "terminating" : "still exists";
+  return waiting(report.empty() ? state : state + "; " + report);
+}
+
+ConditionHealth condition_health(std::string_view type, std::string_view status) {
+  // Types whose True is the goal...
+  // (Progressing is in neither list: True or False, it says how a rollout goes.)
+  static constexpr std::string_view good_when_true[] = {"Ready",    "Available",   "Established",     "NamesAccepted",
+                                                        "Complete", "Initialized", "ContainersReady", "PodScheduled"};
+  // ...and those whose True is the problem (the namespace controller's, Job and
+  // ReplicaSet failures, a CRD being deleted).
+  static constexpr std::string_view good_when_false[] = {"NamespaceDeletionDiscoveryFailure",
+                                                         "NamespaceDeletionGroupVersionParsingFailure",
+                                                         "NamespaceDeletionContentFailure",
+                                                         "NamespaceContentRemaining",
+                                                         "NamespaceFinalizersRemaining",
+                                                         "Failed",
+                                                         "ReplicaFailure",
+                                                         "Terminating"};
+  for (std::string_view known : good_when_true) {
+    if (type == known)
+      return status == "True" ? ConditionHealth::healthy : ConditionHealth::unhealthy;
   }
-  return waiting("still exists");
+  for (std::string_view known : good_when_false) {
+    if (type == known)
+      return status == "False" ? ConditionHealth::healthy : ConditionHealth::unhealthy;
+  }
+  return ConditionHealth::news;
+}
+
+std::string self_report(const json::Value& object) {
+  constexpr std::size_t max_text = 512;  // per server-written text: reasons, messages, names
+  std::string conditions;
+  if (const json::Value* list = json::find_path(object, {"status", "conditions"}); list != nullptr && list->IsArray()) {
+    for (const json::Value& condition : list->GetArray()) {
+      const std::string type(json::string_or(json::find(condition, "type"), ""));
+      const std::string status(json::string_or(json::find(condition, "status"), ""));
+      if (type.empty() || condition_health(type, status) == ConditionHealth::healthy)
+        continue;
+      const std::string detail = condition_text(&condition);
+      conditions += (conditions.empty() ? "" : ", ") + printable(type, max_text) + "=" + printable(status, max_text) +
+                    (detail.empty() ? "" : " (" + printable(detail, max_text) + ")");
+    }
+  }
+  std::string finalizers;
+  auto add_finalizers = [&](const json::Value* list) {
+    if (list == nullptr || !list->IsArray())
+      return;
+    for (const json::Value& finalizer : list->GetArray()) {
+      finalizers += (finalizers.empty() ? "" : ", ") + printable(json::string_or(&finalizer, ""), max_text);
+    }
+  };
+  add_finalizers(json::find_path(object, {"metadata", "finalizers"}));
+  if (string_at(object, {"kind"}) == "Namespace")
+    add_finalizers(json::find_path(object, {"spec", "finalizers"}));
+  std::string report = conditions.empty() ? "" : "conditions: " + conditions;
+  if (!finalizers.empty())
+    report += (report.empty() ? "" : "; ") + std::string("finalizers: ") + finalizers;
+  return report;
 }
 
 WaitSchedule wait_schedule(const manifests::Wait& wait, const WaitDefaults& defaults) {

@@ -46,8 +46,26 @@ ReadinessCheck check_pvc_ready(const json::Value& object);
 ReadinessCheck check_ready_condition(const json::Value& object);
 
 // Whether an object is gone: `live` is nullptr when the server answered 404. An object
-// with another UID than the one deleted is a new object, so the old one is gone.
+// with another UID than the one deleted is a new object, so the old one is gone. While
+// it is not, the reason quotes what it reports about itself (self_report).
 ReadinessCheck check_deleted(const json::Value* live, std::string_view deleted_uid = {});
+
+// How a condition's status reads for a user waiting on the object.
+enum class ConditionHealth {
+  healthy,    // as it should be: not worth quoting (Available=True, NamespaceContentRemaining=False)
+  unhealthy,  // says what is wrong or pending (Available=False, NamespaceFinalizersRemaining=True)
+  news,       // a type whose polarity kstate does not know, or one always worth quoting (Progressing)
+};
+// The decision for one condition: known types by their polarity, every other type news.
+ConditionHealth condition_health(std::string_view type, std::string_view status);
+
+// What an object reports about itself, for the message of a wait that runs out (a
+// Namespace that will not go away, a Deployment that does not roll out): its
+// status.conditions that are not healthy, as `Type=Status (Reason: message)`, and the
+// finalizers it still carries (metadata.finalizers, and a Namespace's
+// spec.finalizers). Server text is made printable and bounded. Empty when it says
+// nothing. Pure: the engine passes the last object it saw.
+std::string self_report(const json::Value& object);
 
 // How long and how often to re-check. Delays are between consecutive checks: the
 // engine checks, sleeps delays[0], checks, ... and gives up after the last check or at

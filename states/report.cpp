@@ -145,6 +145,11 @@ void write_text(std::ostream& out, const RunReport& report, const TextOptions& o
     text += "\n    Duration: ";
     fixed(r.duration_ms, 1);
     text += " ms\n";
+    for (const auto& warning : r.warnings) {
+      text += "     Warning: ";
+      text += warning;
+      text += '\n';
+    }
     close();
     const std::string_view diff = json::string_or(json::find(r.changes, "diff"), "");
     if (!diff.empty()) {
@@ -277,6 +282,13 @@ void write_junit(std::ostream& out, const RunReport& report) {
     }
     if (!diff.empty() || !r.comment.empty()) {
       out << "      <system-out>" << xml_escape(r.comment + (diff.empty() ? "" : "\n" + diff)) << "</system-out>\n";
+    }
+    if (!r.warnings.empty()) {
+      std::string warnings;
+      for (const auto& warning : r.warnings) {
+        warnings += (warnings.empty() ? "Warning: " : "\nWarning: ") + warning;
+      }
+      out << "      <system-err>" << xml_escape(warnings) << "</system-err>\n";
     }
     out << "    </testcase>\n";
   }

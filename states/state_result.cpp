@@ -20,6 +20,13 @@ json::Document to_json(const StateResult& result) {
   json::set_string(doc, "comment", result.comment, a);
   json::set(doc, "duration_ms", json::Value(result.duration_ms), a);
   json::set_string(doc, "source", result.source.to_string(), a);
+  if (!result.warnings.empty()) {
+    json::Value warnings(rapidjson::kArrayType);
+    for (const auto& text : result.warnings) {
+      warnings.PushBack(json::make_string(text, a), a);
+    }
+    json::set(doc, "warnings", std::move(warnings), a);
+  }
   return doc;
 }
 

@@ -1,10 +1,12 @@
 // The outcome of one state, in Salt's return shape:
-// {id, name, function, result: true|false|null, changes, comment, duration_ms, source}.
+// {id, name, function, result: true|false|null, changes, comment, duration_ms, source},
+// plus warnings (the API server's) when there are any.
 // result is null (nullopt) in test mode where a change would happen.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/json.hpp"
 #include "manifests/state.hpp"
@@ -20,6 +22,9 @@ struct StateResult {
   std::string comment;
   double duration_ms = 0;
   manifests::SourcePosition source;
+  // The API server's warnings on this state's requests (Warning headers: deprecated
+  // APIs, PodSecurity, admission webhooks), printable, each once.
+  std::vector<std::string> warnings;
 
   bool changed() const { return changes.IsObject() && changes.MemberCount() > 0; }
 };

@@ -182,9 +182,9 @@ TEST_CASE("conflicting or unsupported settings are clear configuration errors", 
   check_error("", "    client-key-data: '!!!notbase64'\n    client-certificate-data: " + ca + "\n", "base64");
   // Values that would break the Authorization header, named by field but never shown.
   check_error("", "    token: \"abc\\r\\nX-Injected: 1\"\n", "user \"u\" (kubeconfig ");
-  check_error("", "    token: \"abc\\r\\nX-Injected: 1\"\n", "token contains a control character");
-  check_error("", "    username: \"ad\\nmin\"\n    password: pw\n", "username contains a control character");
-  check_error("", "    username: admin\n    password: \"p\\u0007w\"\n", "password contains a control character");
+  check_error("", "    token: \"abc\\r\\nX-Injected: 1\"\n", "token: holds a line break");
+  check_error("", "    username: \"ad\\nmin\"\n    password: pw\n", "username: holds a control character");
+  check_error("", "    username: admin\n    password: \"p\\u0007w\"\n", "password: holds a control character");
   check_error("", "    username: \"ad:min\"\n    password: pw\n", "username contains ':'");
 }
 

@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/response.hpp"
+#include "tests/support/recordings.hpp"
+
 namespace retry_test {
 
 using namespace kstate;
@@ -92,6 +95,20 @@ TEST_CASE("5xx and connection failures are retried with jittered exponential bac
   not_found.http_status = 404;
   CHECK_FALSE(retry_delay(policy, read_request(), not_found, true, 0, 0.0));
   CHECK_FALSE(retry_delay(policy, read_request(), dropped, true, policy.max_retries, 0.0));
+}
+
+TEST_CASE("server-side apply's 500 for a field the schema does not declare is the request's fault: never retried",
+          "[retry]") {
+  RetryPolicy policy;
+  Request apply;
+  apply.verb = "PATCH";
+  apply.idempotent = true;  // an apply may be repeated: only the decoding keeps it from it
+  auto recorded = kstate::testing::recorded_response("26-apply-unknown-field-strict-500.json");
+  Error unknown_field = error_from_response(recorded.status, recorded.body);
+  CHECK(unknown_field.http_status == 500);
+  CHECK_FALSE(retry_delay(policy, apply, unknown_field, true, 0, 0.0));
+  // A 500 that is the server's (InternalError) is still retried.
+  CHECK(retry_delay(policy, apply, http_error(500), true, 0, 0.0));
 }
 
 }  // namespace retry_test

@@ -813,7 +813,17 @@ Response ApiServer::openapi(const std::vector<std::string>& segments) const {
     }
     json::set(doc, "paths", std::move(paths), allocator);
     Value components(rapidjson::kObjectType);
-    json::set(components, "schemas", Value(rapidjson::kObjectType), allocator);
+    Value schemas(rapidjson::kObjectType);
+    if (options_.openapi_schemas) {
+      std::vector<const ResourceType*> served;
+      for (const auto* type : catalog_.all()) {
+        if (type->group == group && type->version == version) {
+          served.push_back(type);
+        }
+      }
+      add_openapi_schemas(served, schemas, allocator);
+    }
+    json::set(components, "schemas", std::move(schemas), allocator);
     json::set(doc, "components", std::move(components), allocator);
     return json::dump(doc);
   };
@@ -1485,6 +1495,17 @@ Response apply_conflict(const std::vector<ApplyConflict>& conflicts) {
   return failure(409, "Conflict", message, &details);
 }
 
+void strip_server_metadata(Value& object) {
+  if (Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
+    for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
+                              "deletionGracePeriodSeconds", "selfLink"}) {
+      metadata->RemoveMember(field);
+    }
+  }
+}
+
+}  // namespace
+
 void add_warnings(Response& response, const std::vector<std::string>& warnings) {
   for (const auto& warning : warnings) {
     std::string escaped;
@@ -1497,17 +1518,6 @@ void add_warnings(Response& response, const std::vector<std::string>& warnings) 
     response.headers.emplace_back("Warning", "299 - \"" + escaped + "\"");
   }
 }
-
-void strip_server_metadata(Value& object) {
-  if (Value* metadata = json::find(object, "metadata"); metadata != nullptr && metadata->IsObject()) {
-    for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
-                              "deletionGracePeriodSeconds", "selfLink"}) {
-      metadata->RemoveMember(field);
-    }
-  }
-}
-
-}  // namespace
 
 void ApiServer::store_object(const std::string& key, Document object, const char* event_type) {
   auto version = store_.next_version();

@@ -75,6 +75,10 @@ struct Response {
   std::chrono::milliseconds hold{0};
 };
 
+// Adds one `Warning: 299 - "<text>"` header per text, quoted as kube-apiserver quotes
+// them (recordings 27 and 73).
+void add_warnings(Response& response, const std::vector<std::string>& warnings);
+
 class ApiServer {
  public:
   using Clock = std::function<std::chrono::system_clock::time_point()>;
@@ -95,6 +99,12 @@ class ApiServer {
     // false: /api and /apis ignore the aggregated media types in Accept (legacy JSON when
     // Accept allows it, 406 otherwise), as kube-apiserver before 1.26 does.
     bool aggregated_discovery = true;
+    // true: /openapi/v3/<group version> documents carry schemas of the built-in kinds,
+    // made from the field table (builtin_schema.hpp), for clients that check objects
+    // against them (kstate test). kube-apiserver always publishes its full schemas; off
+    // by default, because with partial ones kubectl would compute its client-side
+    // apply patches from them instead of from its compiled-in types.
+    bool openapi_schemas = false;
     // kube-apiserver's --etcd-compaction-interval: every interval, the watch history is
     // compacted to the revision of the previous interval, so a long-running emulator
     // keeps one to two intervals of old object versions, not every write (0: never).

@@ -333,4 +333,207 @@ std::vector<FieldProblem> check_builtin_fields(const ResourceType& type, json::V
   return walker.problems;
 }
 
+namespace {
+
+// The fields kube-apiserver's schemas list as required, for those the table has.
+const std::map<std::string, std::vector<std::string>>& required_fields() {
+  static const std::map<std::string, std::vector<std::string>> required{
+      {"DeploymentSpec", {"selector", "template"}},
+      {"StatefulSetSpec", {"selector", "template"}},
+      {"DaemonSetSpec", {"selector", "template"}},
+      {"ReplicaSetSpec", {"selector"}},
+      {"JobSpec", {"template"}},
+      {"CronJobSpec", {"schedule", "jobTemplate"}},
+      {"PodSpec", {"containers"}},
+      {"Container", {"name"}},
+      {"ContainerPort", {"containerPort"}},
+      {"EnvVar", {"name"}},
+      {"VolumeMount", {"name", "mountPath"}},
+      {"Volume", {"name"}},
+      {"LabelSelectorRequirement", {"key", "operator"}},
+      {"OwnerReference", {"apiVersion", "kind", "name", "uid"}},
+      {"ServicePort", {"port"}},
+      {"PolicyRule", {"verbs"}},
+      {"Subject", {"kind", "name"}},
+      {"RoleRef", {"apiGroup", "kind", "name"}},
+  };
+  return required;
+}
+
+constexpr std::string_view schema_reference_prefix = "#/components/schemas/";
+constexpr std::string_view quantity_schema = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+constexpr std::string_view int_or_string_schema = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+
+// kube-apiserver's name of a struct's schema: its Go package and type.
+std::string schema_name(const std::string& type) {
+  static const std::map<std::string, std::string> packages{
+      {"ObjectMeta", "io.k8s.apimachinery.pkg.apis.meta.v1"},
+      {"OwnerReference", "io.k8s.apimachinery.pkg.apis.meta.v1"},
+      {"LabelSelector", "io.k8s.apimachinery.pkg.apis.meta.v1"},
+      {"LabelSelectorRequirement", "io.k8s.apimachinery.pkg.apis.meta.v1"},
+      {"DeploymentSpec", "io.k8s.api.apps.v1"},
+      {"DeploymentStrategy", "io.k8s.api.apps.v1"},
+      {"RollingUpdateDeployment", "io.k8s.api.apps.v1"},
+      {"StatefulSetSpec", "io.k8s.api.apps.v1"},
+      {"DaemonSetSpec", "io.k8s.api.apps.v1"},
+      {"ReplicaSetSpec", "io.k8s.api.apps.v1"},
+      {"JobSpec", "io.k8s.api.batch.v1"},
+      {"CronJobSpec", "io.k8s.api.batch.v1"},
+      {"JobTemplateSpec", "io.k8s.api.batch.v1"},
+      {"PolicyRule", "io.k8s.api.rbac.v1"},
+      {"Subject", "io.k8s.api.rbac.v1"},
+      {"RoleRef", "io.k8s.api.rbac.v1"},
+      {"LeaseSpec", "io.k8s.api.coordination.v1"},
+      {"PodDisruptionBudgetSpec", "io.k8s.api.policy.v1"},
+      {"IngressSpec", "io.k8s.api.networking.v1"},
+  };
+  auto found = packages.find(type);
+  return (found != packages.end() ? found->second : std::string("io.k8s.api.core.v1")) + "." + type;
+}
+
+// A kind's schema name: io.k8s.api.<package>.<version>.<Kind> (package: the group's first label).
+std::string kind_schema_name(const ResourceType& type) {
+  std::string package = type.group.empty() ? "core" : type.group.substr(0, type.group.find('.'));
+  return "io.k8s.api." + package + "." + type.version + "." + type.kind;
+}
+
+Value reference_to(std::string_view name, json::Allocator& allocator) {
+  Value reference(rapidjson::kObjectType);
+  json::set_string(reference, "$ref", std::string(schema_reference_prefix) + std::string(name), allocator);
+  Value all(rapidjson::kArrayType);
+  all.PushBack(std::move(reference), allocator);
+  Value wrapped(rapidjson::kObjectType);
+  json::set(wrapped, "allOf", std::move(all), allocator);
+  return wrapped;
+}
+
+struct SchemaWriter {
+  Value& schemas;
+  json::Allocator& allocator;
+
+  // The schema of a table type; the structs it names are added to `schemas`.
+  Value of(const std::string& type) {
+    Value schema(rapidjson::kObjectType);
+    auto plain = [&](const char* json_type, const char* format) {
+      json::set_string(schema, "type", json_type, allocator);
+      if (format != nullptr) {
+        json::set_string(schema, "format", format, allocator);
+      }
+      return std::move(schema);
+    };
+    if (type == "string") {
+      return plain("string", nullptr);
+    }
+    if (type == "int32" || type == "int64") {
+      return plain("integer", type.c_str());
+    }
+    if (type == "number") {
+      return plain("number", "double");
+    }
+    if (type == "bool") {
+      return plain("boolean", nullptr);
+    }
+    if (type == "quantity") {
+      return reference_to(quantity_schema, allocator);
+    }
+    if (type == "intorstring") {
+      return reference_to(int_or_string_schema, allocator);
+    }
+    if (type == "map" || type.starts_with("map<")) {
+      json::set_string(schema, "type", "object", allocator);
+      json::set(schema, "additionalProperties", of(type == "map" ? "string" : type.substr(4, type.size() - 5)),
+                allocator);
+      return schema;
+    }
+    if (type.starts_with("[]")) {
+      json::set_string(schema, "type", "array", allocator);
+      json::set(schema, "items", of(type.substr(2)), allocator);
+      return schema;
+    }
+    auto found = types().find(type);
+    if (found == types().end()) {
+      return schema;  // "any": anything
+    }
+    add_struct(found->second);
+    return reference_to(schema_name(type), allocator);
+  }
+
+  // An object schema of `fields` (with `required`, and open to others when `open`).
+  Value object(const std::string& struct_name, const std::vector<Field>& fields, bool open) {
+    Value properties(rapidjson::kObjectType);
+    for (const auto& field : fields) {
+      json::set(properties, field.name, of(field.type), allocator);
+    }
+    Value schema(rapidjson::kObjectType);
+    json::set(schema, "properties", std::move(properties), allocator);
+    if (auto required = required_fields().find(struct_name); required != required_fields().end()) {
+      Value names(rapidjson::kArrayType);
+      for (const auto& name : required->second) {
+        names.PushBack(json::make_string(name, allocator), allocator);
+      }
+      json::set(schema, "required", std::move(names), allocator);
+    }
+    json::set_string(schema, "type", "object", allocator);
+    if (open) {
+      json::set(schema, "x-kubernetes-preserve-unknown-fields", Value(true), allocator);
+    }
+    return schema;
+  }
+
+  void add_struct(const Struct& shape) {
+    const std::string name = schema_name(shape.name);
+    if (json::find(schemas, name) != nullptr) {
+      return;
+    }
+    json::set(schemas, name, Value(rapidjson::kObjectType), allocator);  // (a placeholder against cycles)
+    Value schema = object(shape.name, shape.fields, shape.open);
+    *json::find(schemas, name) = std::move(schema);
+  }
+
+  void add_one_of(std::string_view name, std::initializer_list<const char*> alternatives, const char* format) {
+    Value one_of(rapidjson::kArrayType);
+    for (const char* type : alternatives) {
+      Value alternative(rapidjson::kObjectType);
+      json::set_string(alternative, "type", type, allocator);
+      one_of.PushBack(std::move(alternative), allocator);
+    }
+    Value schema(rapidjson::kObjectType);
+    if (format != nullptr) {
+      json::set_string(schema, "format", format, allocator);
+    }
+    json::set(schema, "oneOf", std::move(one_of), allocator);
+    json::set(schemas, name, std::move(schema), allocator);
+  }
+};
+
+}  // namespace
+
+void add_openapi_schemas(const std::vector<const ResourceType*>& resource_types, json::Value& schemas,
+                         json::Allocator& allocator) {
+  SchemaWriter writer{schemas, allocator};
+  bool any_kind = false;
+  for (const ResourceType* type : resource_types) {
+    auto kind = kinds().find(type->group + "/" + type->plural);
+    if (type->custom || kind == kinds().end()) {
+      continue;
+    }
+    std::vector<Field> fields{{"apiVersion", "string"}, {"kind", "string"}, {"metadata", "ObjectMeta"}};
+    fields.insert(fields.end(), kind->second.fields.begin(), kind->second.fields.end());
+    Value schema = writer.object(type->kind, fields, kind->second.open);
+    Value listed(rapidjson::kObjectType);
+    json::set_string(listed, "group", type->group, allocator);
+    json::set_string(listed, "kind", type->kind, allocator);
+    json::set_string(listed, "version", type->version, allocator);
+    Value gvks(rapidjson::kArrayType);
+    gvks.PushBack(std::move(listed), allocator);
+    json::set(schema, "x-kubernetes-group-version-kind", std::move(gvks), allocator);
+    json::set(schemas, kind_schema_name(*type), std::move(schema), allocator);
+    any_kind = true;
+  }
+  if (any_kind) {
+    writer.add_one_of(quantity_schema, {"string", "number"}, nullptr);
+    writer.add_one_of(int_or_string_schema, {"integer", "string"}, "int-or-string");
+  }
+}
+
 }  // namespace kstate::emulator

@@ -33,4 +33,15 @@ struct FieldProblem {
 // fields are removed from it (as decoding into Go types drops them).
 std::vector<FieldProblem> check_builtin_fields(const ResourceType& type, json::Value& object, bool drop_unknown);
 
+// The table as OpenAPI v3 schemas, in kube-apiserver's shape (the components.schemas of
+// /openapi/v3/<group version>, with --openapi-schemas): one schema per kind of `types`
+// that the table describes, named like kube-apiserver's (io.k8s.api.apps.v1.Deployment)
+// and listing its x-kubernetes-group-version-kind, and the schemas they reference
+// (`$ref`s wrapped in one-element `allOf`s; IntOrString and Quantity as `oneOf`s of
+// plain types; `required` as kube-apiserver's for the fields the table has). What the
+// table does not describe takes anything. No patch extensions: kubectl keeps its
+// compiled-in strategic-merge rules.
+void add_openapi_schemas(const std::vector<const ResourceType*>& types, json::Value& schemas,
+                         json::Allocator& allocator);
+
 }  // namespace kstate::emulator

@@ -38,6 +38,10 @@ FaultDecision FaultPlan::decide(std::string_view method, std::string_view path) 
     --settings_.close_next;
     decision.action = FaultAction::close;
   }
+  if (settings_.warn_next > 0) {
+    --settings_.warn_next;
+    decision.warning = settings_.warning;
+  }
   return decision;
 }
 
@@ -74,6 +78,11 @@ Result<FaultSettings> FaultPlan::from_json(const json::Value& body) {
       ok = need_int(settings.drop_after_bytes);
     } else if (key == "hangNext") {
       ok = need_int(settings.hang_next);
+    } else if (key == "warnNext") {
+      ok = need_int(settings.warn_next);
+    } else if (key == "warning") {
+      ok = value.IsString();
+      settings.warning = ok ? std::string(value.GetString(), value.GetStringLength()) : "";
     } else if (key == "pathPrefix") {
       ok = value.IsString();
       settings.path_prefix = ok ? value.GetString() : "";
@@ -104,6 +113,8 @@ std::string FaultPlan::to_json(const FaultSettings& settings) {
   json::set(doc, "closeNext", json::Value(settings.close_next), allocator);
   json::set(doc, "hangNext", json::Value(settings.hang_next), allocator);
   json::set(doc, "dropAfterBytes", json::Value(settings.drop_after_bytes), allocator);
+  json::set(doc, "warnNext", json::Value(settings.warn_next), allocator);
+  json::set_string(doc, "warning", settings.warning, allocator);
   json::set_string(doc, "pathPrefix", settings.path_prefix, allocator);
   json::set_string(doc, "path", settings.path, allocator);
   json::set_string(doc, "method", settings.method, allocator);

@@ -1,6 +1,6 @@
 // The emulator's test controls, reachable by admins under /emulator/: fault
 // injection (latency, 429/5xx answers for the next N requests or a fraction of
-// them, connections closed mid-response, hangs) and the request log with
+// them, connections closed mid-response, hangs, Warning headers) and the request log with
 // counters by verb, path and code. Pure state machines; the HTTP layer acts on
 // their decisions. Randomness is injected for reproducible tests.
 #pragma once
@@ -21,14 +21,19 @@ struct FaultSettings {
   int latency_ms = 0;
   int fail_next = 0;         // the next N matching requests get fail_code
   double fail_fraction = 0;  // or this fraction of them
-  int fail_code = 429;       // 429, 500, 503, ...
+  int fail_code = 429;       // 429, 500, 503, ...; 404 is the text/plain "404 page not found" of a path not served
   int retry_after_seconds = 1;
   int close_next = 0;         // the next N matching responses are cut off mid-body
   int drop_after_bytes = -1;  // where close_next cuts a response: after this many bytes (-1: half of it)
   int hang_next = 0;          // the next N matching requests never get an answer
-  std::string path_prefix;    // only requests whose path starts with this ("" = all)
-  std::string path;           // only requests to exactly this path ("" = all)
-  std::string method;         // only this method ("" = all)
+  // The next N matching answers carry this Warning text (`Warning: 299 - "<text>"`, as
+  // kube-apiserver sends its own, recordings 27 and 73), as an admission webhook or a
+  // deprecated API would make them: what clients must show, escaped and bounded.
+  int warn_next = 0;
+  std::string warning;
+  std::string path_prefix;  // only requests whose path starts with this ("" = all)
+  std::string path;         // only requests to exactly this path ("" = all)
+  std::string method;       // only this method ("" = all)
 };
 
 enum class FaultAction { none, fail, close, hang };
@@ -38,6 +43,7 @@ struct FaultDecision {
   int code = 0;
   int retry_after_seconds = 0;
   std::chrono::milliseconds latency{0};
+  std::string warning;  // non-empty: add it to the answer as a Warning header
 };
 
 class FaultPlan {

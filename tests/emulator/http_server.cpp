@@ -363,6 +363,7 @@ class Emulator {
     api_options.root_ca_pem = ca_pem;
     api_options.version = options.version;
     api_options.aggregated_discovery = options.aggregated_discovery;
+    api_options.openapi_schemas = options.openapi_schemas;
     api_options.compaction_interval = milliseconds(options.compaction_interval_seconds);
     api_options.crd_create_hold = milliseconds(options.crd_create_hold_seconds);
     api_options.crd_create_hold_window = milliseconds(options.crd_create_hold_window_seconds);
@@ -657,6 +658,11 @@ class Emulator {
       Response response;
       response.status = fault.code;
       response.body = injected_failure_body(fault.code, fault.retry_after_seconds);
+      if (fault.code == 404) {
+        // What kube-apiserver answers for a path it does not serve (recordings 08, 60).
+        response.content_type = "text/plain; charset=utf-8";
+        response.body = "404 page not found\n";
+      }
       if (fault.code == 429 || fault.code == 503) {
         response.headers.emplace_back("Retry-After", std::to_string(fault.retry_after_seconds));
       }
@@ -679,6 +685,9 @@ class Emulator {
       co_await hold.async_wait(net::redirect_error(use_awaitable, ignored));
       request.held = true;
       response = api_.handle(request);
+    }
+    if (!fault.warning.empty()) {
+      add_warnings(response, {fault.warning});
     }
     persist();
     entry.handled_us =

@@ -26,6 +26,7 @@ struct EmulatorOptions {
   double compaction_interval_seconds = 300;  // kube-apiserver's --etcd-compaction-interval (0: never)
   FaultSettings faults;
   bool aggregated_discovery = true;  // false: behave as a server older than 1.26 (legacy discovery only)
+  bool openapi_schemas = false;      // --openapi-schemas (ApiServer::Options::openapi_schemas)
   // The controllers' delays in seconds; ControllerOptions (controllers.hpp) says what each
   // does and what a real cluster takes.
   double crd_establish_delay_seconds = 0.5;

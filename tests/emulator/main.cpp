@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
   app.add_option("--fault-fail-next", options.faults.fail_next, "the next N requests are answered --fault-code");
   app.add_option("--fault-code", options.faults.fail_code, "status code of injected failures (429, 500, 503)");
   app.add_option("--fault-retry-after", options.faults.retry_after_seconds, "Retry-After seconds on 429/503");
+  app.add_flag("--openapi-schemas", options.openapi_schemas,
+               "publish the built-in field table as OpenAPI v3 schemas (off: documents without schemas, and kubectl "
+               "keeps its compiled-in patch rules)");
   bool no_aggregated_discovery = false;
   app.add_flag("--no-aggregated-discovery", no_aggregated_discovery,
                "serve legacy discovery only, as kube-apiserver before 1.26 (406 when Accept allows nothing else)");

@@ -167,7 +167,6 @@ Result<std::size_t> preload_objects(ApiServer& api, std::string_view text, const
     }
   }
   api.reload_custom_resources();
-  api.resync_namespace_controllers();
   return stored;
 }
 

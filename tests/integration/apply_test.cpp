@@ -8,70 +8,21 @@
 
 #include "core/json.hpp"
 #include "tests/support/emulator.hpp"
+#include "tests/support/kstate_cli.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace apply_test {
 
 using kstate::testing::Emulator;
+using kstate::testing::field;
 using kstate::testing::ProcessResult;
 using kstate::testing::TempDir;
 using kstate::testing::write_file;
+using Cluster = kstate::testing::KstateCluster;
 namespace json = kstate::json;
 
 namespace {
-
-struct Cluster {
-  Emulator emulator;
-  TempDir work{"kstate-apply"};
-
-  Cluster() = default;
-  explicit Cluster(kstate::testing::EmulatorOptions options) : emulator(std::move(options)) {}
-
-  ProcessResult kstate(const std::vector<std::string>& args) {
-    std::vector<std::string> argv{KSTATE_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(),
-                {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
-    auto result = kstate::testing::run_process(argv);
-    UNSCOPED_INFO("kstate " << args.front() << " exit " << result.exit_code << "\nstdout:\n"
-                            << result.out << "\nstderr:\n"
-                            << result.err);
-    return result;
-  }
-  ProcessResult apply(const std::string& path, std::vector<std::string> extra = {}) {
-    extra.insert(extra.begin(), {"apply", path});
-    return kstate(extra);
-  }
-  ProcessResult test(const std::string& path, std::vector<std::string> extra = {}) {
-    extra.insert(extra.begin(), {"test", path});
-    return kstate(extra);
-  }
-  // The object at an API path, or a Null document when it does not exist.
-  json::Document get(const std::string& path) {
-    auto reply = emulator.request("GET", path);
-    if (reply.status == 404) {
-      return json::Document();
-    }
-    REQUIRE(reply.status == 200);
-    auto doc = json::parse(reply.body);
-    REQUIRE(doc.ok());
-    return std::move(doc).value();
-  }
-  std::string manifest_dir(const std::string& name) { return (work.path() / name).string(); }
-  int writes() {
-    return emulator.count_requests("POST", "/api") + emulator.count_requests("PUT", "/api") +
-           emulator.count_requests("PATCH", "/api") + emulator.count_requests("DELETE", "/api");
-  }
-};
-
-std::string field(const json::Value& object, std::initializer_list<std::string_view> path) {
-  const json::Value* v = json::find_path(object, path);
-  if (v == nullptr) {
-    return {};
-  }
-  return v->IsString() ? std::string(v->GetString()) : json::dump(*v);
-}
 
 const char* const demo_namespace = R"(apiVersion: v1
 kind: Namespace

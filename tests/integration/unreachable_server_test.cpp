@@ -117,7 +117,7 @@ TEST_CASE(
                       silent.url() + ": the server did not complete it within 0.5 s (gave up after 2 attempts)"));
   CHECK(silent.connections() >= 2);
   CHECK(silent.connections() <= 4);  // discovery's first two requests may both be under way
-  CHECK(run.seconds < 5.0);  // 2 x 0.5 s, and the process's start
+  CHECK(run.seconds < 5.0);          // 2 x 0.5 s, and the process's start
   WARN("kstate apply, server silent after TCP accept (--connect-timeout 500ms): exit "
        << run.result.exit_code << " after " << run.seconds << " s, " << silent.connections() << " connections; "
        << run.result.err);

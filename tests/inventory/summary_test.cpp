@@ -218,7 +218,7 @@ TEST_CASE("the page size does not change the answer", "[inventory][summary]") {
   CHECK(by_one.not_started().size() == by_hundred.not_started().size());
 }
 
-TEST_CASE("--digest keeps what runs each digest asked, counts both forms, and says what runs nowhere",
+TEST_CASE("the digest filter keeps what runs each digest asked, counts both forms, and says what runs nowhere",
           "[inventory][summary]") {
   Filter filter;
   filter.digests = {query("registry.example.com/team/app@" + app_digest), query(busybox_local_id),
@@ -243,7 +243,7 @@ TEST_CASE("--digest keeps what runs each digest asked, counts both forms, and sa
   CHECK(build(found_only).every_digest_found());
 }
 
-TEST_CASE("--image keeps one repository, however the reference is written", "[inventory][summary]") {
+TEST_CASE("the image filter keeps one repository, however the reference is written", "[inventory][summary]") {
   Filter filter;
   filter.repository = normalize_repository("docker.io/library/busybox");
   auto inventory = build(filter);

@@ -4,7 +4,10 @@
 #include "states/readiness.hpp"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <numeric>
+
+#include "tests/support/recordings.hpp"
 
 namespace readiness_test {
 
@@ -183,7 +186,7 @@ TEST_CASE("an object is deleted when the server no longer has it (or has a new o
       {"still there", R"({"metadata":{"name":"c","uid":"uid-1"}})", Readiness::not_ready, "still exists"},
       {"terminating",
        R"({"metadata":{"name":"c","uid":"uid-1","deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":["a/b","c/d"]}})",
-       Readiness::not_ready, "waiting for finalizers: a/b, c/d"},
+       Readiness::not_ready, "terminating; finalizers: a/b, c/d"},
       {"recreated", R"({"metadata":{"name":"c","uid":"uid-2"}})", Readiness::ready, "new object"},
   };
   for (const DeleteRow& row : rows) {
@@ -193,6 +196,103 @@ TEST_CASE("an object is deleted when the server no longer has it (or has a new o
     CHECK(check.readiness == row.expected);
     CHECK_THAT(check.reason, Catch::Contains(row.reason_part));
   }
+}
+
+// A recorded answer's object (its body), as the engine last saw it.
+json::Document recorded_object(int number) {
+  static const std::map<int, std::string> files{{32, "32-get-deployment-after-controller.json"},
+                                                {69, "69-get-crd-terminating.json"},
+                                                {76, "76-get-namespace-held-by-finalizer.json"},
+                                                {77, "77-delete-namespace-200.json"},
+                                                {78, "78-get-namespace-last-before-404.json"}};
+  return kstate::testing::recorded_response_body(files.at(number));
+}
+
+TEST_CASE("a wait that runs out quotes what the object reports about itself (recordings 76, 77, 78, 69, 32)",
+          "[readiness]") {
+  struct Row {
+    const char* name;
+    int recording;
+    std::string expected;  // the whole reason, as a user reads it
+  };
+  const Row rows[] = {
+      {"a namespace held by a finalizer on its content (76): the namespace controller's conditions say why", 76,
+       "terminating; conditions: NamespaceContentRemaining=True (SomeResourcesRemain: Some resources are "
+       "remaining: configmaps. has 1 resource instances), NamespaceFinalizersRemaining=True "
+       "(SomeFinalizersRemain: Some content in the namespace has finalizers remaining: kstate.test/hold in 1 "
+       "resource instances); finalizers: kubernetes"},
+      {"a namespace just deleted (77): no conditions yet, its finalizer", 77, "terminating; finalizers: kubernetes"},
+      {"the last answer before it was gone (78)", 78, "terminating; finalizers: kubernetes"},
+      {"a CRD whose custom resources are being removed (69)", 69,
+       "terminating; conditions: Terminating=True (InstanceDeletionInProgress: CustomResource deletion is in "
+       "progress); finalizers: customresourcecleanup.apiextensions.k8s.io"},
+      {"a Deployment that was not deleted (32)", 32,
+       "still exists; conditions: Available=False (MinimumReplicasUnavailable: Deployment does not have minimum "
+       "availability.), Progressing=True (ReplicaSetUpdated: ReplicaSet \"sized-645d96d8c8\" is progressing.)"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    const json::Document object = recorded_object(row.recording);
+    const auto check = states::check_deleted(&object, "");
+    CHECK(check.readiness == Readiness::not_ready);
+    CHECK(check.reason == row.expected);
+  }
+}
+
+TEST_CASE("a rollout that does not finish says what the Deployment reports (recording 32)", "[readiness]") {
+  const json::Document object = recorded_object(32);
+  const auto check = states::check_ready(object);
+  CHECK(check.readiness == Readiness::not_ready);
+  CHECK(check.reason ==
+        "Waiting for deployment \"sized\" rollout to finish: 0 of 1 updated replicas are available...; conditions: "
+        "Available=False (MinimumReplicasUnavailable: Deployment does not have minimum availability.), "
+        "Progressing=True (ReplicaSetUpdated: ReplicaSet \"sized-645d96d8c8\" is progressing.)");
+  // A namespace that is going away will not become Active: the reason says why it is slow.
+  const json::Document held = recorded_object(76);
+  CHECK(states::check_ready(held).readiness == Readiness::failed);
+  CHECK_THAT(states::check_ready(held).reason,
+             Catch::StartsWith("namespace rec-1-held is terminating; conditions: NamespaceContentRemaining=True"));
+}
+
+TEST_CASE("which conditions are worth quoting: known types by their polarity, the others always", "[readiness]") {
+  using states::ConditionHealth;
+  struct Row {
+    const char* type;
+    const char* status;
+    ConditionHealth expected;
+  };
+  const Row rows[] = {
+      {"Available", "True", ConditionHealth::healthy},
+      {"Available", "False", ConditionHealth::unhealthy},
+      {"Ready", "Unknown", ConditionHealth::unhealthy},
+      {"Established", "True", ConditionHealth::healthy},
+      {"NamespaceDeletionDiscoveryFailure", "False", ConditionHealth::healthy},
+      {"NamespaceDeletionDiscoveryFailure", "True", ConditionHealth::unhealthy},
+      {"NamespaceContentRemaining", "True", ConditionHealth::unhealthy},
+      {"NamespaceFinalizersRemaining", "False", ConditionHealth::healthy},
+      {"Failed", "True", ConditionHealth::unhealthy},
+      {"Progressing", "True", ConditionHealth::news},
+      {"Progressing", "False", ConditionHealth::news},
+      {"SomethingOperatorSpecific", "True", ConditionHealth::news},
+  };
+  for (const Row& row : rows) {
+    INFO(row.type << "=" << row.status);
+    CHECK(states::condition_health(row.type, row.status) == row.expected);
+  }
+}
+
+TEST_CASE("what an object reports is made printable and bounded", "[readiness]") {
+  std::string long_message(2000, 'x');
+  const json::Document object = parse(R"({"kind":"Widget","metadata":{"finalizers":["evil\u001b[31m/x"]},
+    "status":{"conditions":[{"type":"Stuck","status":"True","reason":"Webhook","message":"line\nforged )" +
+                                      long_message + R"("}]}})");
+  const std::string report = states::self_report(object);
+  CHECK(report.find('\n') == std::string::npos);
+  CHECK(report.find('\x1b') == std::string::npos);
+  CHECK_THAT(report, Catch::Contains("finalizers: evil\\x1b[31m/x"));
+  CHECK_THAT(report, Catch::Contains("more bytes)"));
+  CHECK(report.size() < 1200);
+  CHECK(states::self_report(parse(R"({"kind":"ConfigMap","metadata":{"name":"c"}})")).empty());
 }
 
 TEST_CASE("wait policies become schedules of delays", "[readiness][wait]") {

@@ -117,6 +117,41 @@ TEST_CASE("junit report is well-formed XML with failures and pending changes vis
   std::filesystem::remove(path);
 }
 
+TEST_CASE("the server's warnings are shown with their state, as kubectl prints them, in every format") {
+  states::RunReport report;
+  auto deprecated = make("old-api", true, "created", "+a: b\n");
+  deprecated.warnings = {"policy/v1beta1 PodDisruptionBudget is deprecated in v1.21+, unavailable in v1.25+",
+                         R"(unknown field "spec.colour" <&>)"};
+  report.results.push_back(std::move(deprecated));
+  report.results.push_back(make("quiet", true, "already good"));
+
+  std::ostringstream text;
+  states::write_text(text, report);
+  CHECK(text.str().find("        Name: ConfigMap/default/old-api\n      Result: True\n     Comment: created\n"
+                        "      Source: dir/file.yaml:3:1\n    Duration: 1.5 ms\n"
+                        "     Warning: policy/v1beta1 PodDisruptionBudget is deprecated in v1.21+, unavailable in "
+                        "v1.25+\n     Warning: unknown field \"spec.colour\" <&>\n") != std::string::npos);
+  CHECK(text.str().find("Warning:", text.str().find("ConfigMap/default/quiet")) == std::string::npos);
+
+  std::ostringstream json_out;
+  states::write_json(json_out, report);
+  auto doc = json::parse(json_out.str());
+  REQUIRE(doc.ok());
+  const json::Value* warnings =
+      json::find_path(*doc, {"local", "kstate_|-old-api_|-ConfigMap/default/old-api_|-object_present", "warnings"});
+  REQUIRE(warnings != nullptr);
+  REQUIRE(warnings->IsArray());
+  CHECK(warnings->Size() == 2);
+  CHECK(json::find_path(*doc, {"local", "kstate_|-quiet_|-ConfigMap/default/quiet_|-object_present", "warnings"}) ==
+        nullptr);
+
+  std::ostringstream junit;
+  states::write_junit(junit, report);
+  CHECK(junit.str().find("<system-err>Warning: policy/v1beta1 PodDisruptionBudget is deprecated in v1.21+, "
+                         "unavailable in v1.25+\nWarning: unknown field &quot;spec.colour&quot; &lt;&amp;&gt;"
+                         "</system-err>") != std::string::npos);
+}
+
 TEST_CASE("a text report larger than its write buffer arrives whole and in order") {
   states::RunReport report;
   const std::string diff_line = "+data: " + std::string(1000, 'x') + "\n";

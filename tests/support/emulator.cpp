@@ -84,6 +84,9 @@ void Emulator::start() {
   if (!options_.version.empty()) {
     argv.insert(argv.end(), {"--version", options_.version});
   }
+  if (options_.openapi_schemas) {
+    argv.emplace_back("--openapi-schemas");
+  }
   if (!options_.namespace_controllers) {
     argv.emplace_back("--no-namespace-controllers");
   }

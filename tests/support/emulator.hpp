@@ -35,6 +35,8 @@ struct EmulatorOptions {
   // false: --no-namespace-controllers (no `default` ServiceAccount or `kube-root-ca.crt`
   // ConfigMap in each namespace), for tests that count every object of a collection
   bool namespace_controllers = true;
+  // true: --openapi-schemas (OpenAPI v3 documents carry the built-in kinds' schemas)
+  bool openapi_schemas = false;
 };
 // For tests that count every object of a collection they fill.
 inline EmulatorOptions without_namespace_controllers() {
@@ -82,7 +84,8 @@ class Emulator {
                     std::chrono::seconds timeout = std::chrono::seconds(30)) const;
 
   // Fault injection (JSON keys: latencyMs, failNext, failFraction, failCode, retryAfterSeconds,
-  // closeNext, hangNext, pathPrefix, method). Throws when the emulator rejects the settings.
+  // closeNext, hangNext, warnNext with warning, pathPrefix, path, method). Throws when the
+  // emulator rejects the settings.
   void set_faults(const std::string& settings_json);
   void clear_faults();
   // The request log as JSON: {"total":N,"requests":[{method,path,query,verb,code,user,fault}],"counters":{...}}.

@@ -74,7 +74,9 @@ class FakeTransport final : public Transport {
     if ((status >= 200 && status < 300) || status == 304) {
       co_return std::move(answer);
     }
-    co_return error_from_response(status, answer->body, answer->header("retry-after"));
+    Error error = error_from_response(status, answer->body, answer->header("retry-after"));
+    error.warnings = answer->warnings();  // as the real transport keeps them
+    co_return error;
   }
 
   asio::awaitable<Result<std::unique_ptr<ResponseStream>>> open_stream(Request request) override {

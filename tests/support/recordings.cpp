@@ -1,6 +1,7 @@
 // Reading the shared recordings (recordings.hpp).
 #include "tests/support/recordings.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -46,6 +47,27 @@ std::string recorded_request_text(const std::string& file) {
     throw std::runtime_error(file + ": no request body");
   }
   return body->IsString() ? std::string(body->GetString(), body->GetStringLength()) : json::dump(*body);
+}
+
+Response recorded_response(const std::string& file) {
+  json::Document whole = recording(file);
+  Response response;
+  if (const json::Value* status = json::find_path(whole, {"response", "status"});
+      status != nullptr && status->IsInt()) {
+    response.status = status->GetInt();
+  }
+  if (const json::Value* headers = json::find_path(whole, {"response", "headers"});
+      headers != nullptr && headers->IsObject()) {
+    for (const auto& header : headers->GetObject()) {
+      std::string name(header.name.GetString(), header.name.GetStringLength());
+      for (auto& c : name) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+      response.headers.emplace_back(std::move(name), std::string(json::string_or(&header.value, "")));
+    }
+  }
+  response.body = recorded_response_text(file);
+  return response;
 }
 
 }  // namespace kstate::testing

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/json.hpp"
+#include "core/response.hpp"
 
 namespace kstate::testing {
 
@@ -24,5 +25,8 @@ std::string recorded_response_text(const std::string& file);
 json::Document recorded_response_body(const std::string& file);
 // request.body as the client sent it (YAML or JSON text).
 std::string recorded_request_text(const std::string& file);
+// The recorded answer as the transport hands it on (status, headers with lower-cased
+// names, body text), for the decoding of answers: errors, Warning headers.
+Response recorded_response(const std::string& file);
 
 }  // namespace kstate::testing

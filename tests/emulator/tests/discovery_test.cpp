@@ -141,6 +141,43 @@ TEST_CASE("OpenAPI v3 lists every group-version - each document advertises field
   CHECK(str(*patch, {"x-kubernetes-group-version-kind", "kind"}) == "Deployment");
   CHECK(h.get("/openapi/v3/api/v1").status == 200);
   CHECK(h.get("/openapi/v3/apis/nothing/v1").status == 404);
+  // No schemas by default: kubectl keeps its compiled-in patch rules.
+  const auto* none = json::find_path(apps, {"components", "schemas"});
+  REQUIRE(none != nullptr);
+  CHECK(none->ObjectEmpty());
+}
+
+TEST_CASE("OpenAPI v3 with --openapi-schemas: the built-in field table in kube-apiserver's shape") {
+  ApiServer::Options options;
+  options.openapi_schemas = true;
+  Harness h(options);
+  auto dumped = [](const json::Value& object, std::initializer_list<std::string_view> path) {
+    const json::Value* value = json::find_path(object, path);
+    return value != nullptr ? json::dump(*value) : std::string();
+  };
+  auto apps = parse(h.get("/openapi/v3/apis/apps/v1"));
+  const auto* schemas = json::find_path(apps, {"components", "schemas"});
+  REQUIRE(schemas != nullptr);
+  const auto* deployment = json::find(*schemas, "io.k8s.api.apps.v1.Deployment");
+  REQUIRE(deployment != nullptr);
+  CHECK(dumped(*deployment, {"x-kubernetes-group-version-kind"}) ==
+        R"([{"group":"apps","kind":"Deployment","version":"v1"}])");
+  CHECK(dumped(*deployment, {"properties", "spec"}) ==
+        R"({"allOf":[{"$ref":"#/components/schemas/io.k8s.api.apps.v1.DeploymentSpec"}]})");
+  CHECK(dumped(*deployment, {"properties", "metadata"}) ==
+        R"({"allOf":[{"$ref":"#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]})");
+  const auto* spec = json::find(*schemas, "io.k8s.api.apps.v1.DeploymentSpec");
+  REQUIRE(spec != nullptr);
+  CHECK(dumped(*spec, {"required"}) == R"(["selector","template"])");
+  CHECK(dumped(*spec, {"properties", "replicas"}) == R"({"type":"integer","format":"int32"})");
+  // Referenced schemas of other groups come along (the pod template's), as in kube-apiserver's documents.
+  CHECK(dumped(*schemas, {"io.k8s.api.core.v1.Container", "required"}) == R"(["name"])");
+  CHECK(dumped(*schemas, {"io.k8s.apimachinery.pkg.util.intstr.IntOrString", "oneOf"}) ==
+        R"([{"type":"integer"},{"type":"string"}])");
+  // The core group's document has ConfigMap and Namespace; a group without table kinds, none.
+  auto core = parse(h.get("/openapi/v3/api/v1"));
+  CHECK(json::find_path(core, {"components", "schemas", "io.k8s.api.core.v1.ConfigMap"}) != nullptr);
+  CHECK(json::find_path(core, {"components", "schemas", "io.k8s.api.core.v1.Namespace"}) != nullptr);
 }
 
 }  // namespace discovery_test

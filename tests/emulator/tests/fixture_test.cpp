@@ -164,6 +164,26 @@ TEST_CASE("faults: the next N requests get 429 with Retry-After, then requests s
   CHECK(emulator.request("GET", kConfigMaps).status == 200);
 }
 
+TEST_CASE("faults: an injected 404 is a path not served, as kube-apiserver answers it (text/plain)") {
+  Emulator emulator;
+  emulator.set_faults(R"({"failNext":1,"failCode":404,"method":"GET"})");
+  auto refused = emulator.request("GET", kConfigMaps);
+  CHECK(refused.status == 404);
+  CHECK(refused.headers["content-type"] == "text/plain; charset=utf-8");
+  CHECK(refused.body == "404 page not found\n");
+  CHECK(emulator.request("GET", kConfigMaps).status == 200);
+}
+
+TEST_CASE("faults: the next N matching answers carry a Warning header, quoted as kube-apiserver quotes it") {
+  Emulator emulator;
+  emulator.set_faults(R"({"warnNext":1,"warning":"webhook says \"hi\"","method":"GET"})");
+  CHECK(emulator.request("POST", kConfigMaps, config_map("quiet")).headers.count("warning") == 0);  // not a GET
+  auto warned = emulator.request("GET", kConfigMaps);
+  CHECK(warned.status == 200);
+  CHECK(warned.headers["warning"] == R"(299 - "webhook says \"hi\"")");
+  CHECK(emulator.request("GET", kConfigMaps).headers.count("warning") == 0);
+}
+
 TEST_CASE("faults: \"path\" matches one path exactly, not the paths below it") {
   Emulator emulator;
   emulator.set_faults(R"({"failFraction":1.0,"failCode":403,"method":"GET","path":"/api/v1/namespaces"})");
