@@ -94,6 +94,7 @@ void write_report(std::ostream& out, const cli::CommonOptions& common, const sta
   } else {
     states::TextOptions text;
     text.color = &out == &std::cout && states::want_color(STDOUT_FILENO);
+    text.state_output = states::parse_state_output(common.state_output).value_or(states::StateOutput::concise);
     states::write_text(out, report, text);
   }
 }

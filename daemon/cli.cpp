@@ -24,6 +24,7 @@
 #include "kstate/build_info.hpp"
 #include "manifests/loader.hpp"
 #include "manifests/object_validation.hpp"
+#include "states/report.hpp"
 
 namespace kstate::cli {
 namespace {
@@ -70,6 +71,15 @@ void add_duration_option(CLI::App& app, const std::string& name, kstate::daemon:
               },
               "DURATION"));
   define.named(option, "DURATION");
+}
+
+// --state-output's values, as states/report.hpp names them.
+std::vector<std::string> state_output_choices() {
+  std::vector<std::string> names;
+  for (auto output : kstate::states::all_state_outputs) {
+    names.emplace_back(kstate::states::to_string(output));
+  }
+  return names;
 }
 
 // kubectl's `-f=x` and `-o=json`: pflag takes what follows '=' as a short option's value.
@@ -135,6 +145,11 @@ void add_apply_flags(CLI::App& app, Invocation& invocation, Definer& define) {
                "NAMESPACE");
   add_connection_flags(app, common, define);
   define.choice(short_equals(app.add_option("-o,--output", common.output, "Report format")), {"text", "json", "junit"});
+  define.choice(app.add_option("--state-output", common.state_output,
+                               "How much of each state -o text shows: concise (what changed or failed, one line "
+                               "each; test: with its diff), terse (every state one line), mixed (failures in "
+                               "full), changes (changes and failures in full) or full (every state, Salt's blocks)"),
+                state_output_choices());
   app.add_option("--concurrency", common.concurrency, "States run in parallel")->check(CLI::Range(1, 1024));
   add_rate_flags(app, common);
   app.add_option("--field-manager", common.field_manager, "Server-side apply field manager");

@@ -38,6 +38,8 @@ struct CommonOptions {
   // error, as with kubectl.
   std::string namespace_name;
   std::string output = "text";  // text | json | junit
+  // apply / test, --state-output: how much of each state -o text shows (states/report.hpp)
+  std::string state_output = "concise";
   int concurrency = 16;
   double qps = 500.0;
   // One cycle's worth at full speed: a cold apply of 1,000 objects is ~1,100 requests.

@@ -146,6 +146,15 @@ Status set_log_format(DaemonConfig& config, const std::string& value) {
   return ok_status();
 }
 
+Status set_state_output(DaemonConfig& config, const std::string& value) {
+  const auto output = states::parse_state_output(value);
+  if (!output) {
+    return bad_value("expected concise, terse, mixed, changes or full, got \"" + value + "\"");
+  }
+  config.state_output = *output;
+  return ok_status();
+}
+
 Status set_listen_address(DaemonConfig& config, const std::string& value) {
   auto parsed = parse_host_port(value);
   if (!parsed) {
@@ -229,6 +238,10 @@ const std::vector<KeyEntry>& key_table() {
         "Log format: text (journal when stderr is the journal), journal (<N> priority prefixes, no time) or json "
         "(one object per line, with state, kind, namespace, name, action, file, line, duration_ms)",
         set_log_format);
+    add("state-output",
+        "What a reconcile logs of each change, as kstate apply's --state-output: concise, terse or mixed one line "
+        "per object changed or failed; changes or full its diff too (Secret values masked)",
+        set_state_output);
     add("check-manifest-permissions", "Refuse manifests writable by group or others",
         bool_setter([](DaemonConfig& c) -> bool& { return c.check_manifest_permissions; }), true);
     return t;

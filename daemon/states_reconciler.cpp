@@ -191,10 +191,6 @@ bool unreachable(const Error& error) {
          error.kind == ErrorKind::server_error;
 }
 
-bool starts_with(const std::string& text, std::string_view prefix) {
-  return text.rfind(prefix, 0) == 0;
-}
-
 }  // namespace
 
 ReconcileSummary summarize(const states::RunReport& report) {
@@ -205,9 +201,9 @@ ReconcileSummary summarize(const states::RunReport& report) {
       ++summary.failed;
     } else if (!result.changed()) {
       ++summary.unchanged;
-    } else if (result.changes.HasMember("deleted")) {
+    } else if (result.change == states::Change::deleted || result.change == states::Change::pruned) {
       ++summary.deleted;
-    } else if (starts_with(result.comment, "created")) {
+    } else if (result.change == states::Change::created) {
       ++summary.created;
     } else {
       ++summary.updated;
@@ -681,7 +677,10 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   options.parent.ns = config_.applyset_namespace;
   options.engine.ownership_labels = states::ownership_labels(options.parent);
   options.engine.adopt = config_.adopt;
-  options.engine.record_diffs = false;  // summarize() counts changes; no diff is shown
+  // summarize() counts changes; a diff is kept only where the log shows it.
+  const bool log_diffs =
+      config_.state_output == states::StateOutput::changes || config_.state_output == states::StateOutput::full;
+  options.engine.record_diffs = log_diffs;
   options.prune = config_.prune;
   options.allow_empty_prune = config_.allow_empty_prune;
   options.load_failed = !failed_files.empty() || !manifests_listed_;
@@ -704,6 +703,17 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   }
   for (const auto& note : report.notes) {
     spdlog::info("{}", note);
+  }
+  if (log_diffs) {
+    // (the engine logged each change's line; these follow it)
+    for (const auto& result : report.results) {
+      if (std::string_view diff = json::string_or(json::find(result.changes, "diff"), ""); !diff.empty()) {
+        if (diff.ends_with('\n')) {
+          diff.remove_suffix(1);
+        }
+        spdlog::info("diff of {} ({}):\n{}", result.name, result.source.to_string(), diff);
+      }
+    }
   }
   for (const auto& error : report.errors) {
     spdlog::error("{}", error);

@@ -131,8 +131,9 @@ struct Engine::Impl {
     // exist when the pair was read, and the cluster makes an object of its name in every
     // new namespace; or a create found it made meanwhile.
     bool read_when_run = false;
-    bool create_raced = false;  // a create of it was answered 409 AlreadyExists
-    bool rediscovered = false;  // a write of it was answered 404 page not found (rediscover)
+    bool create_raced = false;                 // a create of it was answered 409 AlreadyExists
+    bool rediscovered = false;                 // a write of it was answered 404 page not found (rediscover)
+    bool adopting = false;                     // it exists without kstate's labels, and adopt is on
     std::optional<Clock::time_point> started;  // when execute() began it
     // The server's warnings on the requests made for this state (its pair's read
     // included), printable; they go into its result when it ends.
@@ -957,10 +958,16 @@ struct Engine::Impl {
     slot.result.comment = std::move(comment);
   }
 
-  // A change made (real mode) or pending (test mode), with its diff.
-  void changed(std::size_t index, const std::string& verb, const std::string& diff) {
+  // A change made (real mode) or pending (test mode), with its diff. `verb` is the
+  // comment's word for it: created, updated, re-created or deleted unless given.
+  void changed(std::size_t index, Change change, const std::string& diff, std::string verb = {}) {
     Slot& slot = slots[index];
     slot.done = true;
+    if (verb.empty()) {
+      verb = change == Change::configured ? "updated" : std::string(to_string(change));
+    }
+    // An update of an object kstate's labels were not on is its adoption.
+    slot.result.change = change == Change::configured && slot.adopting ? Change::adopted : change;
     if (!options.record_diffs) {
       set_only_change(slot.result.changes, verb, slot.result.name);
     } else if (!diff.empty()) {
@@ -975,7 +982,7 @@ struct Engine::Impl {
       log_with(log_fields(slot, verb), spdlog::level::info, "{} {} ({})", verb, slot.result.name,
                slot.result.source.to_string());
     }
-    if (verb == "deleted") {
+    if (change == Change::deleted) {
       json::set_string(slot.result.changes, "deleted", slot.result.name, slot.result.changes.GetAllocator());
     }
   }
@@ -1223,7 +1230,7 @@ struct Engine::Impl {
     } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0 &&
                made_in_every_namespace(*slot.resource, slot.ref.name)) {
       json::Document desired = desired_object(index, false);
-      changed(index, "updated", object_diff(json::Value(), desired, diff_label(slot.ref)));
+      changed(index, Change::configured, object_diff(json::Value(), desired, diff_label(slot.ref)));
       slot.result.comment = "would be updated once kube-controller-manager makes it in the new namespace; " + why;
     } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0) {
       fail(index, slot.ref.display() + " does not exist (namespace " + slot.ref.ns + " does not exist yet)");
@@ -1240,7 +1247,7 @@ struct Engine::Impl {
         fail(index, check.text);
         co_return;
       }
-      changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
+      changed(index, Change::created, object_diff(json::Value(), desired, diff_label(slot.ref)));
       slot.result.comment = "would be created; " + check.text + " (" + why + ")";
       pending_objects.insert(slot.ref.display());
     }
@@ -1415,7 +1422,7 @@ struct Engine::Impl {
                       " (checked locally: " + not_yet + "):" + violations);
       return;
     }
-    changed(index, "applied", object_diff(json::Value(), desired, diff_label(slot.ref)));
+    changed(index, Change::configured, object_diff(json::Value(), desired, diff_label(slot.ref)), "applied");
     slot.result.comment = std::string("would be applied; ") +
                           (*schema != nullptr ? "validated locally against the schema of version " + version +
                                                     " of CustomResourceDefinition " + crd_name
@@ -1528,7 +1535,7 @@ struct Engine::Impl {
                       " (checked locally: " + not_yet + "):" + violations);
       co_return;
     }
-    changed(index, "created", object_diff(json::Value(), desired, diff_label(slot.ref)));
+    changed(index, Change::created, object_diff(json::Value(), desired, diff_label(slot.ref)));
     slot.result.comment =
         *schema != nullptr
             ? "would be created; validated locally against the schema of CustomResourceDefinition " + crd_name +
@@ -1549,7 +1556,7 @@ struct Engine::Impl {
       fail(index, check.text);
       co_return;
     }
-    changed(index, "updated", object_diff(json::Value(), desired, diff_label(slot.ref)));
+    changed(index, Change::configured, object_diff(json::Value(), desired, diff_label(slot.ref)));
     slot.result.comment = "would be updated once this run creates it; " + check.text +
                           " (server validation skipped because " + not_yet + ")";
   }
@@ -1677,7 +1684,8 @@ struct Engine::Impl {
       }
       co_return;
     }
-    if (!live->IsNull() && !options.adopt && !owned(*live)) {
+    slot.adopting = !live->IsNull() && !owned(*live);
+    if (slot.adopting && !options.adopt) {
       fail(index, slot.ref.display() + " already exists and is not managed by kstate (it lacks the labels " +
                       owned_labels_text() +
                       "); it was left unchanged. To take it over (label it, and prune it once no manifest declares "
@@ -1896,7 +1904,7 @@ struct Engine::Impl {
     if (!live.IsNull() && diff.empty() && slot.taken_over_from.empty()) {
       succeed(index, "already good");
     } else {
-      changed(index, live.IsNull() ? "created" : "updated", diff);
+      changed(index, live.IsNull() ? Change::created : Change::configured, diff);
       if (live.IsNull() && slot.resource && slot.resource->group.empty() && slot.resource->kind == "Namespace") {
         namespaces_created.insert(slot.ref.name);
       }
@@ -1974,7 +1982,7 @@ struct Engine::Impl {
     }
     if (options.test_mode) {
       json::Document desired = desired_object(index);
-      changed(index, "re-created", object_diff(live, desired, diff_label(slot.ref)));
+      changed(index, Change::recreated, object_diff(live, desired, diff_label(slot.ref)));
       slot.result.comment = "would be deleted and re-created (" + fields + " is immutable)";
       co_return;
     }
@@ -1997,7 +2005,7 @@ struct Engine::Impl {
       fail(index, "re-create: create failed: " + created.error().describe());
       co_return;
     }
-    changed(index, "re-created", object_diff(live, *created, diff_label(slot.ref)));
+    changed(index, Change::recreated, object_diff(live, *created, diff_label(slot.ref)));
     slot.result.comment = "re-created (" + fields + " is immutable)";
     remember_live(index, *created);
     co_await after_present(index, *created);
@@ -2293,7 +2301,7 @@ struct Engine::Impl {
     if (diff.empty()) {
       succeed(index, "already good");
     } else {
-      changed(index, "updated", diff);
+      changed(index, Change::configured, diff);
     }
     co_await after_update(index, *written);
   }
@@ -2380,7 +2388,7 @@ struct Engine::Impl {
         co_return;
       }
     }
-    changed(index, "deleted", object_diff(live, json::Value(), diff_label(slot.ref)));
+    changed(index, Change::deleted, object_diff(live, json::Value(), diff_label(slot.ref)));
   }
 
   // MetalK8s' wait until the object is gone: `attempts` checks `sleep` apart, or until

@@ -826,6 +826,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
           result.comment =
               test_mode ? "would be pruned (no longer in any manifest)" : "pruned (no longer in any manifest)";
           json::set_string(result.changes, "deleted", result.name, result.changes.GetAllocator());
+          result.change = Change::pruned;
           if (!test_mode) {
             removed.push_back(planned.entry.key());
             LogFields fields;

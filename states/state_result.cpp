@@ -3,6 +3,26 @@
 
 namespace kstate::states {
 
+std::string_view to_string(Change change) {
+  switch (change) {
+    case Change::none:
+      return "unchanged";
+    case Change::created:
+      return "created";
+    case Change::configured:
+      return "configured";
+    case Change::adopted:
+      return "adopted";
+    case Change::recreated:
+      return "re-created";
+    case Change::deleted:
+      return "deleted";
+    case Change::pruned:
+      return "pruned";
+  }
+  return "unchanged";
+}
+
 json::Document to_json(const StateResult& result) {
   json::Document doc(rapidjson::kObjectType);
   auto& a = doc.GetAllocator();

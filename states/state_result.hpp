@@ -6,12 +6,26 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/json.hpp"
 #include "manifests/state.hpp"
 
 namespace kstate::states {
+
+// What a state did to its object (or, in test mode, would do): what the text report
+// and the daemon's summary print, as kubectl's verbs.
+enum class Change {
+  none,        // already as declared, or failed
+  created,     // did not exist
+  configured,  // updated (server-side apply, replace, patch)
+  adopted,     // existed without kstate's labels and was taken over (updated and labelled)
+  recreated,   // deleted and created again (an immutable field changed)
+  deleted,     // object_absent removed it
+  pruned,      // no manifest declares it any more
+};
+std::string_view to_string(Change change);
 
 struct StateResult {
   std::string id;
@@ -25,6 +39,7 @@ struct StateResult {
   // The API server's warnings on this state's requests (Warning headers: deprecated
   // APIs, PodSecurity, admission webhooks), printable, each once.
   std::vector<std::string> warnings;
+  Change change = Change::none;  // set with `changes` (not in Salt's JSON: -o json is unchanged)
 
   bool changed() const { return changes.IsObject() && changes.MemberCount() > 0; }
 };

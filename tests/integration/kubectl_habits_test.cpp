@@ -58,8 +58,8 @@ TEST_CASE("kstate test - and apply -f - read YAML documents from stdin, as from 
 
   auto pending = cluster.kstate({"test", "-"}, piped);
   CHECK(pending.exit_code == 1);
-  CHECK(pending.out.find("Source: <stdin>:1:1") != std::string::npos);
-  CHECK(pending.out.find("Source: <stdin>:8:1") != std::string::npos);
+  CHECK(pending.out.find("ConfigMap/default/from-stdin-a would be created (<stdin>:1:1)\n") != std::string::npos);
+  CHECK(pending.out.find("ConfigMap/default/from-stdin-b would be created (<stdin>:8:1)\n") != std::string::npos);
   CHECK(cluster.status_of("/api/v1/namespaces/default/configmaps/from-stdin-a") == 404);  // test writes nothing
 
   // -f - next to a file: both are applied.
@@ -131,7 +131,7 @@ TEST_CASE("kstate diff is kstate test; -v 6 logs each request as kubectl -v=6 do
   const std::string app = (cluster.work.path() / "app.yaml").string();
   auto diff = cluster.kstate({"diff", app});
   CHECK(diff.exit_code == 1);
-  CHECK(diff.out.find("Comment: would be created") != std::string::npos);
+  CHECK(diff.out.find("/app would be created (" + app + ":1:1)\n") != std::string::npos);
   CHECK(cluster.kstate({"test", app}).exit_code == 1);
   auto verbose = cluster.kstate({"diff", "-v", "6", app});
   CHECK(verbose.exit_code == 1);

@@ -1,6 +1,7 @@
 // Running the kstate binary against the emulator (see kstate_cli.hpp).
 #include "tests/support/kstate_cli.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 namespace kstate::testing {
@@ -10,6 +11,12 @@ ProcessResult KstateCluster::kstate(const std::vector<std::string>& args) {
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(),
               {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
+  const bool reports = !args.empty() && (args.front() == "apply" || args.front() == "test" || args.front() == "diff");
+  const bool mode_given =
+      std::any_of(args.begin(), args.end(), [](const std::string& arg) { return arg.starts_with("--state-output"); });
+  if (full_report && reports && !mode_given) {
+    argv.insert(argv.end(), {"--state-output", "full"});
+  }
   auto result = run_process(argv);
   UNSCOPED_INFO("kstate " << args.front() << " exit " << result.exit_code << "\nstdout:\n"
                           << result.out << "\nstderr:\n"
