@@ -167,6 +167,7 @@ TEST_CASE(
   CHECK(config->cache_dir == defaults.cache_dir);
   CHECK(config->state_dir == defaults.state_dir);
   CHECK(config->log_format == defaults.log_format);
+  CHECK(config->state_output == defaults.state_output);
   // The kubeconfig is one the unit can read: kubeadm's, not a home folder's, which
   // ProtectHome=yes hides (and which the unit does not make readable otherwise).
   CHECK(config->kubeconfig == "/etc/kubernetes/admin.conf");
