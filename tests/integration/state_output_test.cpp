@@ -106,4 +106,23 @@ TEST_CASE("a file that does not load is a failure in the summary, as in the exit
   CHECK(apply.out.find("Failed: 1 (0 states, 1 error outside states)\n") != std::string::npos);
 }
 
+TEST_CASE("an object that existed without kstate's labels is reported adopted", "[integration]") {
+  KstateCluster cluster;
+  cluster.full_report = false;
+  auto made = cluster.emulator.request("POST", "/api/v1/namespaces/default/configmaps",
+                                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"theirs"},)"
+                                       R"("data":{"a":"b"}})",
+                                       "application/json");
+  REQUIRE(made.status == 201);
+  write_file(cluster.work.path() / "m" / "theirs.yaml",
+             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: theirs, namespace: default}\ndata: {a: c}\n");
+  auto test = cluster.test(cluster.manifest_dir("m"));
+  CHECK(test.out.starts_with("ConfigMap/default/theirs would be adopted ("));
+  auto apply = cluster.apply(cluster.manifest_dir("m"));
+  CHECK(apply.exit_code == 0);
+  CHECK(
+      apply.out.starts_with("ConfigMap/default/theirs adopted (" + cluster.manifest_dir("m") + "/theirs.yaml:1:1)\n"));
+  CHECK(cluster.apply(cluster.manifest_dir("m")).out.starts_with("\nSummary\n"));  // kstate's now
+}
+
 }  // namespace state_output_test
