@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <iterator>
@@ -24,8 +25,10 @@
 #include "core/dynamic_client.hpp"
 #include "daemon/client_options.hpp"
 #include "daemon/logging.hpp"
+#include "daemon/manifest_settle.hpp"
 #include "daemon/short_run_heap.hpp"
 #include "kstate/build_info.hpp"
+#include "manifests/cluster_scope.hpp"
 #include "manifests/loader.hpp"
 #include "states/discovery_resolver.hpp"
 #include "states/reconcile.hpp"
@@ -99,6 +102,16 @@ void write_report(std::ostream& out, const cli::CommonOptions& common, const sta
   }
 }
 
+// The writer's folder (states/writer.hpp): the paths given, made absolute.
+std::string absolute_paths(const std::vector<std::string>& paths) {
+  std::string joined;
+  for (const auto& path : paths) {
+    std::error_code ignored;
+    joined += (joined.empty() ? "" : ",") + std::filesystem::absolute(path, ignored).lexically_normal().string();
+  }
+  return joined;
+}
+
 }  // namespace
 
 int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std::ostream& err, bool test_mode,
@@ -135,9 +148,11 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
       paths.push_back(path);
     }
   }
+  // The cross-state checks run once discovery is known (which kinds are cluster-scoped
+  // decides which states name one object: manifests/cluster_scope.hpp), over the
+  // files' and stdin's states together.
   manifests::LoadOptions load_options;
-  // With stdin, the cross-state checks (duplicates, `require`) run once over both.
-  load_options.check_references = !read_stdin;
+  load_options.check_references = false;
   manifests::BackgroundLoad loading(paths, load_options, std::max(other_cpus, 1), reserve_heap);
   // With LISTs started ahead (begin_cycle), this thread runs the io_context a moment
   // between the files it loads and while it waits for the other threads: those LISTs
@@ -157,14 +172,9 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
     manifests::LoadResult loaded = loading.finish(run_io_until_woken, wake_io);
     if (read_stdin) {
       append(loaded, load_stdin(load_options));
-      auto problems = manifests::check_states(loaded.states, loaded.failed_files);
-      std::move(problems.begin(), problems.end(), std::back_inserter(loaded.errors));
     }
     if (!common.namespace_name.empty()) {
       check_namespace_flag(loaded, common.namespace_name);
-    }
-    for (const auto& error : loaded.errors) {
-      spdlog::error("{}", error.to_string());
     }
     return loaded;
   };
@@ -189,18 +199,43 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   // As kubectl: -n, else the kubeconfig context's namespace, else "default".
   options.engine.default_namespace =
       common.namespace_name.empty() ? (*client)->config.default_namespace : common.namespace_name;
-  options.parent.name = common.applyset_name;
-  options.parent.ns = common.applyset_namespace;
-  // Every object kstate writes carries managed-by and the ApplySet membership label
-  // (KEP-3659) of the parent, so `kubectl --applyset` and prune recognise it.
+  if (common.applyset_name.empty()) {
+    options.parent.reset();  // no membership recorded, nothing pruned (cli.cpp refuses --prune)
+  } else {
+    options.parent = states::ApplySetParent{common.applyset_name, common.applyset_namespace};
+    options.writer = states::Writer{states::Writer::Mode::apply, states::local_host_name(), absolute_paths(paths)};
+  }
+  // Every object kstate writes for a set carries managed-by and the ApplySet
+  // membership label (KEP-3659) of the parent, so `kubectl --applyset` and prune
+  // recognise it.
   options.engine.ownership_labels = states::ownership_labels(options.parent);
   options.engine.adopt = common.adopt;
+  options.engine.adopt_objects = common.adopt_objects;
   options.prune = common.prune.value_or(false);  // `kstate apply` prunes only when asked
   options.allow_empty_prune = common.allow_empty_prune;
   options.kstate_version = build_info::version;
   options.read_ahead = true;
+  // A 0-byte file, a FIFO or a file open for writing where a manifest was keeps its
+  // objects (no changed-recently window: a CI job has just checked its files out).
+  options.check_sources = [](const std::set<std::string>& manifest_files) {
+    auto held =
+        held_manifests(manifest_files, std::chrono::system_clock::now(), std::chrono::system_clock::duration::zero());
+    for (const auto& [source, settle] : held) {
+      spdlog::warn("{}: {}", source, to_string(settle));
+    }
+    return reasons(held);
+  };
 
   states::CycleStart start = run_until_complete(io, states::begin_cycle(*(*client)->dynamic, resolver, options));
+  if (!options.parent) {
+    // No ApplySet parent to read: /version is the first contact instead, so that an
+    // unreachable server is one line below, not one failure per state.
+    Request version;
+    version.verb = "GET";
+    version.path = "/version";
+    version.idempotent = true;
+    (void)run_until_complete(io, (*client)->transport->send(std::move(version)));
+  }
   if (const ServerStatus server = (*client)->transport->server_status(); server.reachability == Reachability::down) {
     // The first contact failed (retried once): one line, not one failure per state.
     if (start.read_ahead) {
@@ -212,6 +247,26 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   }
   spdlog::debug("timing: API server reached, kinds discovered, ApplySet parent read at {:.1f} ms", since_start());
   manifests::LoadResult loaded = finish_loading(start.read_ahead != nullptr);
+  if (!discovery.loaded()) {
+    (void)run_sync(io, discovery.load());  // (a failure shows again when the states resolve)
+  }
+  const manifests::NamespacedLookup known_scope = [&discovery](std::string_view group,
+                                                               std::string_view kind) -> std::optional<bool> {
+    const ApiResource* resource = discovery.loaded() ? discovery.mapper().find_preferred(group, kind) : nullptr;
+    return resource != nullptr ? std::optional<bool>(resource->namespaced) : std::nullopt;
+  };
+  for (auto& warning : manifests::drop_cluster_scoped_namespaces(loaded.states, known_scope)) {
+    loaded.warnings.push_back(std::move(warning));
+  }
+  for (auto& error : manifests::check_states(loaded.states, loaded.failed_files)) {
+    loaded.errors.push_back(std::move(error));
+  }
+  for (const auto& warning : loaded.warnings) {
+    spdlog::warn("{}", warning.to_string());
+  }
+  for (const auto& error : loaded.errors) {
+    spdlog::error("{}", error.to_string());
+  }
   spdlog::debug("timing: {} states loaded from {} file{} at {:.1f} ms", loaded.states.size(), loaded.files.size(),
                 loaded.files.size() == 1 ? "" : "s", since_start());
   // The loading threads are done: the other CPUs now parse the answers of more than a

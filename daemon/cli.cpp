@@ -24,6 +24,7 @@
 #include "kstate/build_info.hpp"
 #include "manifests/loader.hpp"
 #include "manifests/object_validation.hpp"
+#include "states/adoption.hpp"
 #include "states/report.hpp"
 
 namespace kstate::cli {
@@ -158,6 +159,21 @@ void add_apply_flags(CLI::App& app, Invocation& invocation, Definer& define) {
                "Allow prune when the manifest directory is empty or missing");
   app.add_flag("--adopt,!--no-adopt", common.adopt,
                "Take over (label, and later prune) existing objects the manifests declare (default on)");
+  auto* adopt_objects = app.add_option_function<std::vector<std::string>>(
+      "--adopt-objects",
+      [&common](const std::vector<std::string>& values) {
+        for (const std::string& value : values) {  // (the flag may be repeated)
+          auto parsed = states::parse_adopt_objects(value);
+          if (!parsed) {
+            throw CLI::ValidationError("--adopt-objects", parsed.error().message);
+          }
+          common.adopt_objects.insert(parsed->begin(), parsed->end());
+        }
+      },
+      "Objects taken over even when another tool (Helm, Flux, Argo CD, another ApplySet) manages them: "
+      "Kind/namespace/name, comma-separated");
+  adopt_objects->allow_extra_args(false);  // one value per flag: a path after it stays a path
+  define.named(adopt_objects, "KIND/NAMESPACE/NAME,...");
   add_cache_dir_flag(app, common, define);
   add_log_level_flag(app, common, define);
 }
@@ -199,8 +215,9 @@ void add_applyset_flags(CLI::App& app, CommonOptions& common) {
     return CLI::Validator([check](std::string& value) { return check(value); }, "NAME");
   };
   app.add_option("--applyset-name", common.applyset_name,
-                 "Name of the ApplySet parent Secret (default kstate, as the daemon's); each set prunes only "
-                 "what it recorded")
+                 "Name of the ApplySet parent Secret that records what this run applies (needed by --prune); "
+                 "without it nothing is recorded and nothing pruned. Each set prunes only what it recorded, and a "
+                 "set a kstate daemon reconciles is refused")
       ->check(check_with(&manifests::check_dns1123_subdomain));
   app.add_option("--applyset-namespace", common.applyset_namespace,
                  "Namespace of the ApplySet parent Secret (default kube-system; it must exist)")
@@ -341,6 +358,14 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
   // they are kept apart while parsing).
   invocation.paths.insert(invocation.paths.end(), invocation.filenames.begin(), invocation.filenames.end());
   invocation.filenames.clear();
+  if ((invocation.subcommand == "apply" || invocation.subcommand == "test") &&
+      invocation.common.prune.value_or(false) && invocation.common.applyset_name.empty()) {
+    // As kubectl's --prune needs --applyset: prune deletes what one named set recorded.
+    err << "kstate " << invocation.subcommand
+        << ": --prune requires --applyset-name (the ApplySet whose recorded objects may be pruned; see "
+           "docs/ownership.md)\n";
+    return exit_failed;
+  }
   auto it = handlers.find(invocation.subcommand);
   if (it == handlers.end() || !it->second) {
     err << "kstate " << invocation.subcommand << ": not implemented yet\n";

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,12 @@ struct CommonOptions {
   std::optional<bool> prune;  // --prune / --no-prune
   bool allow_empty_prune = false;
   bool adopt = true;  // --adopt / --no-adopt: take over existing objects the manifests declare
-  // apply / test: the ApplySet parent Secret (the daemon names it in its config). The
-  // defaults are the daemon's, so both manage one set unless told otherwise.
-  std::string applyset_name = "kstate";
+  // --adopt-objects: taken over even when another tool manages them (states/adoption.hpp)
+  std::set<std::string> adopt_objects;
+  // apply / test: the ApplySet parent Secret. Empty: none, so the run records no
+  // membership and cannot prune (--prune requires it, as kubectl's --applyset): a
+  // one-shot run never writes into a set, the daemon's above all, unless named.
+  std::string applyset_name;
   std::string applyset_namespace = "kube-system";
   std::string cache_dir;
   std::string log_level = "info";

@@ -17,6 +17,7 @@
 #include "daemon/logging.hpp"
 #include "manifests/loader.hpp"
 #include "manifests/object_validation.hpp"
+#include "states/adoption.hpp"
 
 namespace kstate::daemon {
 namespace {
@@ -208,6 +209,17 @@ const std::vector<KeyEntry>& key_table() {
         bool_setter([](DaemonConfig& c) -> bool& { return c.allow_empty_prune; }), true);
     add("adopt", "Take over (label, then prune when removed) existing objects the manifests declare",
         bool_setter([](DaemonConfig& c) -> bool& { return c.adopt; }), true);
+    add("adopt-objects",
+        "Objects taken over even when another tool (Helm, Flux, Argo CD, another ApplySet) manages them: "
+        "Kind/namespace/name, comma-separated",
+        [](DaemonConfig& config, const std::string& value) -> Status {
+          auto parsed = states::parse_adopt_objects(value);
+          if (!parsed) {
+            return bad_value(parsed.error().message);
+          }
+          config.adopt_objects = std::move(*parsed);
+          return ok_status();
+        });
     add("leader-election.enabled", "Run one active copy among several nodes (Lease)",
         bool_setter([](DaemonConfig& c) -> bool& { return c.leader_election.enabled; }), true);
     add("leader-election.lease-name", "Name of the coordination.k8s.io/v1 Lease",

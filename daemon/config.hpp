@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,8 @@ struct DaemonConfig {
   Duration prune_delay = std::chrono::seconds(2);
   bool allow_empty_prune = false;
   bool adopt = true;  // take over existing objects the manifests declare (issue #7)
+  // Objects taken over even when another tool manages them (states/adoption.hpp).
+  std::set<std::string> adopt_objects;
   LeaderElectionConfig leader_election;
   std::string listen_address = "127.0.0.1:9842";
   // TCP connect and TLS handshake with the API server (TransportOptions::connect_timeout),

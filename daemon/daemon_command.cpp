@@ -3,6 +3,7 @@
 #include "daemon/daemon_command.hpp"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "daemon/file_security.hpp"
 #include "daemon/logging.hpp"
@@ -15,8 +16,16 @@ namespace kstate::daemon {
 int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& make_reconciler, std::ostream& err) {
   const bool config_given = !command.config_path.empty();
   const std::string config_path = config_given ? command.config_path : std::string(default_config_path);
-  auto load = [config_path, config_given, overrides = command.overrides] {
-    return load_config(config_path, config_given, overrides);
+  // At start-up and at every reload: the folders on the way to the manifests must be
+  // trusted (file_security.hpp), or the daemon refuses the configuration.
+  auto load = [config_path, config_given, overrides = command.overrides]() -> Result<DaemonConfig> {
+    auto loaded = load_config(config_path, config_given, overrides);
+    if (loaded && loaded->check_manifest_permissions) {
+      if (auto problem = manifests_dir_problem(loaded->manifests_dir, ::geteuid())) {
+        return Error(ErrorKind::config, "manifests-dir " + loaded->manifests_dir + ": " + *problem);
+      }
+    }
+    return loaded;
   };
   auto config = load();
   if (!config) {

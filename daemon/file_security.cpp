@@ -90,6 +90,93 @@ std::optional<std::string> manifest_permission_problem(const std::string& file, 
   return std::nullopt;
 }
 
+PathStat PathStat::system() {
+  PathStat paths;
+  paths.lstat = [](const std::string& path, struct stat& info) { return ::lstat(path.c_str(), &info); };
+  paths.read_link = [](const std::string& path) -> std::optional<std::string> {
+    std::error_code error;
+    fs::path target = fs::read_symlink(path, error);
+    return error ? std::nullopt : std::optional<std::string>(target.string());
+  };
+  return paths;
+}
+
+namespace {
+
+constexpr int max_symbolic_links = 40;  // the kernel's ELOOP bound
+
+// The problem with one existing entry on the way (lstat'ed, not a link), or nullopt.
+std::optional<std::string> entry_problem(const std::string& path, const struct stat& info, unsigned euid) {
+  if (info.st_uid != 0 && info.st_uid != euid) {
+    return "refused: the folder " + path + " on the way to the manifests is owned by uid " +
+           std::to_string(info.st_uid) +
+           ", not root or kstate's user, so it could replace what kstate reads (fix: chown root " + path +
+           ", or set check-manifest-permissions: false)";
+  }
+  const bool sticky_root = (info.st_mode & S_ISVTX) != 0 && info.st_uid == 0;
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !sticky_root) {
+    return "refused: the folder " + path +
+           " on the way to the manifests is writable by group or others, who could replace what kstate reads "
+           "(fix: chmod go-w " +
+           path + ", or set check-manifest-permissions: false)";
+  }
+  return std::nullopt;
+}
+
+// Judges `path` (absolute, normal) entry by entry from "/", each symbolic link and then
+// the rest of the path from its target; `links` counts the links followed.
+std::optional<std::string> judge_path(const fs::path& path, unsigned euid, const PathStat& paths, int& links) {
+  fs::path walked;
+  for (auto part = path.begin(); part != path.end(); ++part) {
+    fs::path next = walked.empty() ? *part : walked / *part;
+    if (part->empty() || *part == ".") {
+      continue;
+    }
+    struct stat info {};
+    if (paths.lstat(next.string(), info) != 0) {
+      return std::nullopt;  // not there yet: its parent, judged already, decides who may create it
+    }
+    if (S_ISLNK(info.st_mode)) {
+      if (info.st_uid != 0 && info.st_uid != euid) {
+        return "refused: the symbolic link " + next.string() + " on the way to the manifests is owned by uid " +
+               std::to_string(info.st_uid) +
+               ", not root or kstate's user (fix: replace it with one owned by root, or set "
+               "check-manifest-permissions: false)";
+      }
+      const std::optional<std::string> target = paths.read_link(next.string());
+      if (!target) {
+        return std::nullopt;  // unreadable: the walk of the manifests says why
+      }
+      if (++links > max_symbolic_links) {
+        return "refused: too many symbolic links on the way to the manifests (at " + next.string() + ")";
+      }
+      fs::path rest = fs::path(*target).is_absolute() ? fs::path(*target) : walked / *target;
+      for (auto tail = std::next(part); tail != path.end(); ++tail) {
+        rest /= *tail;
+      }
+      return judge_path(rest.lexically_normal(), euid, paths, links);
+    }
+    if (auto problem = entry_problem(next.string(), info, euid)) {
+      return problem;
+    }
+    walked = next;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> manifests_dir_problem(const std::string& manifests_dir, unsigned euid,
+                                                 const PathStat& paths) {
+  std::error_code error;
+  const fs::path absolute = fs::absolute(manifests_dir, error).lexically_normal();
+  if (error) {
+    return std::nullopt;
+  }
+  int links = 0;
+  return judge_path(absolute, euid, paths, links);
+}
+
 Status ensure_private_directory(const std::string& dir) {
   std::error_code error;
   if (!fs::exists(dir, error)) {

@@ -247,6 +247,9 @@ DaemonMetrics::DaemonMetrics(MetricsRegistry& registry)
                                             "Unix time of the last reconcile without failures")),
       leader(registry.gauge("kstate_leader", "1 when this instance holds the leader Lease (or election is off)")),
       ready(registry.gauge("kstate_ready", "1 when the first reconcile is done and the API server is reachable")),
+      applyset_writer_conflict(
+          registry.gauge("kstate_applyset_writer_conflict",
+                         "1 while another writer reconciles this daemon's ApplySet, so that this one writes nothing")),
       build_info(registry.gauge("kstate_build_info", "Always 1; the version and commit kstate was built from",
                                 {"version", "commit"})),
       process_resident_memory(registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes")),

@@ -71,20 +71,21 @@ class MetricsRegistry {
 // The metrics kstate exports (names are the /metrics contract, see README).
 struct DaemonMetrics {
   explicit DaemonMetrics(MetricsRegistry& registry);
-  MetricFamily& reconciles;              // kstate_reconciles_total{kind,result}
-  MetricFamily& reconcile_duration;      // kstate_reconcile_duration_seconds{kind}
-  MetricFamily& state_results;           // kstate_state_results_total{result}
-  MetricFamily& managed_objects;         // kstate_managed_objects
-  MetricFamily& api_requests;            // kstate_api_requests_total{verb,code}: answered requests
-  MetricFamily& api_request_failures;    // kstate_api_request_failures_total{verb,failure}: no answer
-  MetricFamily& api_retries;             // kstate_api_retries_total
-  MetricFamily& discovery_cache_hits;    // kstate_discovery_cache_hits_total
-  MetricFamily& discovery_cache_misses;  // kstate_discovery_cache_misses_total
-  MetricFamily& inotify_overflows;       // kstate_inotify_overflows_total
-  MetricFamily& last_success_timestamp;  // kstate_last_successful_reconcile_timestamp_seconds
-  MetricFamily& leader;                  // kstate_leader
-  MetricFamily& ready;                   // kstate_ready
-  MetricFamily& build_info;              // kstate_build_info{version,commit} 1
+  MetricFamily& reconciles;                // kstate_reconciles_total{kind,result}
+  MetricFamily& reconcile_duration;        // kstate_reconcile_duration_seconds{kind}
+  MetricFamily& state_results;             // kstate_state_results_total{result}
+  MetricFamily& managed_objects;           // kstate_managed_objects
+  MetricFamily& api_requests;              // kstate_api_requests_total{verb,code}: answered requests
+  MetricFamily& api_request_failures;      // kstate_api_request_failures_total{verb,failure}: no answer
+  MetricFamily& api_retries;               // kstate_api_retries_total
+  MetricFamily& discovery_cache_hits;      // kstate_discovery_cache_hits_total
+  MetricFamily& discovery_cache_misses;    // kstate_discovery_cache_misses_total
+  MetricFamily& inotify_overflows;         // kstate_inotify_overflows_total
+  MetricFamily& last_success_timestamp;    // kstate_last_successful_reconcile_timestamp_seconds
+  MetricFamily& leader;                    // kstate_leader
+  MetricFamily& ready;                     // kstate_ready
+  MetricFamily& applyset_writer_conflict;  // kstate_applyset_writer_conflict
+  MetricFamily& build_info;                // kstate_build_info{version,commit} 1
   // Prometheus' standard process metrics, sampled when /metrics is scraped.
   MetricFamily& process_resident_memory;  // process_resident_memory_bytes
   MetricFamily& process_open_fds;         // process_open_fds

@@ -10,6 +10,9 @@ std::string ReconcileSummary::describe() const {
   std::string text = std::to_string(states) + " states: " + std::to_string(created) + " created, " +
                      std::to_string(updated) + " updated, " + std::to_string(deleted) + " deleted, " +
                      std::to_string(unchanged) + " unchanged, " + std::to_string(failed) + " failed";
+  if (adopted > 0) {
+    text += ", " + std::to_string(adopted) + " adopted";
+  }
   if (prune_deferred > 0) {
     text += ", " + std::to_string(prune_deferred) + " to prune once the folder is quiet";
   }

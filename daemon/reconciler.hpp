@@ -26,6 +26,7 @@ struct ReconcileSummary {
   std::size_t unchanged = 0;
   std::size_t created = 0;
   std::size_t updated = 0;
+  std::size_t adopted = 0;  // existing objects kstate did not create, taken over (states/adoption.hpp)
   std::size_t deleted = 0;
   std::size_t failed = 0;
   std::size_t managed_objects = 0;
@@ -34,6 +35,12 @@ struct ReconcileSummary {
   // Objects this cycle left for a later full reconcile to prune (a file change's
   // reconcile with prune-delay: they are pruned once the folder is quiet).
   std::size_t prune_deferred = 0;
+  // The writer that reconciles the ApplySet when it is another one (states/writer.hpp):
+  // this cycle wrote nothing, and the daemon holds back until an operator resolves it.
+  std::string writer_conflict;
+  // Manifest files this cycle found changed moments ago (daemon/manifest_settle.hpp):
+  // not used for prune, and read again by a full reconcile once they settle.
+  std::size_t files_settling = 0;
   // Why the reconcile could not run or what went wrong outside any one state
   // (unreadable manifest folder, discovery failure, ...). Never secret material.
   std::string error;
@@ -43,12 +50,19 @@ struct ReconcileSummary {
   std::string describe() const;
 };
 
+// Whether a full reconcile prunes only once the manifests folder has been quiet for
+// prune-delay (a resync, start-up, SIGHUP: the last change may be a moment ago), or
+// now (the runner's wait for a quiet folder reached its limit).
+enum class FullPrune { when_quiet, now };
+
 class Reconciler {
  public:
   virtual ~Reconciler() = default;
   // Loads every manifest and reconciles all states, pruning what vanished (with the
   // prune guards). Used at start-up, on resync, on SIGHUP and after a full rescan.
-  virtual boost::asio::awaitable<ReconcileSummary> full_reconcile() = 0;
+  // With FullPrune::when_quiet, a folder changed within prune-delay defers the prune
+  // (ReconcileSummary::prune_deferred), as a file change's reconcile does.
+  virtual boost::asio::awaitable<ReconcileSummary> full_reconcile(FullPrune prune) = 0;
   // Reloads only these files (absolute paths) and reconciles their states; objects of
   // removed files are pruned.
   virtual boost::asio::awaitable<ReconcileSummary> reconcile_files(std::vector<std::string> changed,

@@ -24,6 +24,7 @@
 #include "core/log_fields.hpp"
 #include "daemon/http_endpoints.hpp"
 #include "daemon/leader_election.hpp"
+#include "daemon/manifest_settle.hpp"
 #include "daemon/runner.hpp"
 
 namespace kstate::daemon {
@@ -119,6 +120,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         resync_timer(io_context),
         retry_timer(io_context),
         prune_timer(io_context),
+        settle_timer(io_context),
         watchdog_timer(io_context),
         shutdown_timer(io_context),
         election_timer(io_context),
@@ -148,6 +150,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   asio::steady_timer prune_timer;  // prune-delay of quiet after a file change that left objects to prune
   bool prune_waiting = false;
   SteadyClock::time_point prune_due_by{};  // while prune_waiting: when it runs even if the folder is still busy
+  asio::steady_timer settle_timer;         // a full reconcile once files changed moments ago have settled
   asio::steady_timer watchdog_timer;
   asio::steady_timer shutdown_timer;
   asio::steady_timer election_timer;       // the next acquire/renew attempt
@@ -398,6 +401,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     resync_timer.cancel();
     cancel_retry();
     prune_timer.cancel();
+    settle_timer.cancel();
     if (!busy) {
       finish_after_release();
       return;
@@ -432,6 +436,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     resync_timer.cancel();
     cancel_retry();
     prune_timer.cancel();
+    settle_timer.cancel();
     watchdog_timer.cancel();
     shutdown_timer.cancel();
     election_timer.cancel();
@@ -612,6 +617,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     metrics.state_results.add({"unchanged"}, static_cast<double>(summary.unchanged));
     metrics.state_results.add({"created"}, static_cast<double>(summary.created));
     metrics.state_results.add({"updated"}, static_cast<double>(summary.updated));
+    metrics.state_results.add({"adopted"}, static_cast<double>(summary.adopted));
     metrics.state_results.add({"deleted"}, static_cast<double>(summary.deleted));
     metrics.state_results.add({"failed"}, static_cast<double>(summary.failed));
     if (summary.api_reachable) {
@@ -621,13 +627,18 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       const auto now = std::chrono::system_clock::now().time_since_epoch();
       metrics.last_success_timestamp.set({}, std::chrono::duration<double>(now).count());
     }
-    if (summary.api_reachable) {
-      if (started) {
-        probes.ready = true;
-      }
-    } else {
+    metrics.applyset_writer_conflict.set({}, summary.writer_conflict.empty() ? 0 : 1);
+    if (!summary.api_reachable) {
       probes.ready = false;
       probes.not_ready_reason = "API server unreachable: " + summary.error;
+    } else if (!summary.writer_conflict.empty()) {
+      // Not doing its job, and an operator has to act (docs/ownership.md).
+      probes.ready = false;
+      probes.not_ready_reason = "ApplySet " + config.applyset_namespace + "/" + config.applyset_name +
+                                " is reconciled by another writer (" + summary.writer_conflict +
+                                "): nothing applied, nothing pruned until that is resolved";
+    } else if (started) {
+      probes.ready = true;
     }
     metrics.ready.set({}, probes.ready ? 1 : 0);
     const auto level = summary.succeeded() ? spdlog::level::info : spdlog::level::warn;
@@ -649,16 +660,44 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   }
 
   asio::awaitable<ReconcileSummary> run_full(const std::string& reason) {
-    pending.take_full();    // the full reconcile covers every file event received so far
-    prune_waiting = false;  // and prunes what they removed
+    pending.take_full();  // the full reconcile covers every file event received so far
     prune_timer.cancel();
+    // It prunes what they removed once the folder is quiet; at the wait's limit, now.
+    const bool overdue = prune_waiting && SteadyClock::now() >= prune_due_by;
     spdlog::debug("full reconcile: {}", reason);
     busy = true;
     const auto start = SteadyClock::now();
-    ReconcileSummary summary = co_await guarded(reconciler.full_reconcile());
+    ReconcileSummary summary =
+        co_await guarded(reconciler.full_reconcile(overdue ? FullPrune::now : FullPrune::when_quiet));
     busy = false;
     record("full", summary, SteadyClock::now() - start);
+    if (summary.prune_deferred > 0 && !stopping) {
+      // The folder changed within prune-delay (a resync right after an edit, a start-up
+      // during a write): the same wait as after a file change, its limit kept.
+      spdlog::info("{} object(s) no longer in the manifests: the folder changed less than {} ago, pruned once quiet",
+                   summary.prune_deferred, format_duration(config.prune_delay));
+      arm_prune();
+    } else {
+      prune_waiting = false;
+    }
+    if (summary.files_settling > 0 && !stopping) {
+      arm_settle();
+    }
     co_return summary;
+  }
+
+  // A manifest file changed moments ago was not used (daemon/manifest_settle.hpp): a
+  // full reconcile reads it again once it has had time to settle. (A file still open
+  // for writing is read again when its writer closes it: the watcher reports that.)
+  void arm_settle() {
+    settle_timer.expires_after(std::max<Duration>(config.prune_delay, settle_window));
+    settle_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->stopping) {
+        return;
+      }
+      self->pending.request_full("manifest files changed moments ago have settled");
+      self->wake_up();
+    });
   }
 
   asio::awaitable<ReconcileSummary> run_files() {
@@ -672,6 +711,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       spdlog::info("{} object(s) no longer in the manifests: pruned once the folder has been quiet for {}",
                    summary.prune_deferred, format_duration(config.prune_delay));
       arm_prune();
+    }
+    if (summary.files_settling > 0 && !stopping) {
+      arm_settle();
     }
     co_return summary;
   }
@@ -753,8 +795,8 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         if (summary.api_reachable) {
           started = true;
           reconciled = true;
-          probes.ready = true;
-          metrics.ready.set({}, 1);
+          probes.ready = summary.writer_conflict.empty();
+          metrics.ready.set({}, probes.ready ? 1 : 0);
           if (!stopping) {
             notifier.status(summary.describe() + plan_retry(summary, true));
           }

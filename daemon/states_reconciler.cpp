@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include "daemon/resident_heap.hpp"
 #include "daemon/write_gate.hpp"
 #include "kstate/build_info.hpp"
+#include "manifests/cluster_scope.hpp"
 #include "states/reconcile.hpp"
 
 namespace kstate::daemon {
@@ -199,20 +203,34 @@ ReconcileSummary summarize(const states::RunReport& report) {
     ++summary.states;
     if (result.result.has_value() && !*result.result) {
       ++summary.failed;
-    } else if (!result.changed()) {
-      ++summary.unchanged;
-    } else if (result.change == states::Change::deleted || result.change == states::Change::pruned) {
-      ++summary.deleted;
-    } else if (result.change == states::Change::created) {
-      ++summary.created;
-    } else {
-      ++summary.updated;
+      continue;
+    }
+    switch (result.change) {
+      case states::Change::none:
+        ++summary.unchanged;
+        break;
+      case states::Change::created:
+        ++summary.created;
+        break;
+      case states::Change::adopted:
+        ++summary.adopted;
+        break;
+      case states::Change::deleted:
+      case states::Change::pruned:
+        ++summary.deleted;
+        break;
+      case states::Change::updated:
+      case states::Change::recreated:
+      case states::Change::applied:
+        ++summary.updated;
+        break;
     }
   }
   // Objects that exist as declared after this run (run_cycle corrects it for cycles
   // that ran only some files' states).
   summary.managed_objects = report.applied.size();
   summary.prune_deferred = report.prune_deferred;
+  summary.writer_conflict = report.writer_conflict;
   if (!report.errors.empty()) {
     summary.error = report.errors.front();
     if (report.errors.size() > 1) {
@@ -398,6 +416,22 @@ bool StatesReconciler::refresh_file(const std::string& path, Listed listed) {
   if (cached != files_.end() && !refused && content_unchanged(cached->second, listed)) {
     return false;
   }
+  if (!refused) {
+    // About to read it: a file still being written (or, in a full cycle, changed a
+    // moment ago) would give half a manifest. What was read before stays; prune keeps
+    // the objects it declared (sources_held); it is read again later.
+    const ManifestSettle settle = classify_manifest(observe_manifest(path), now_(), read_window_);
+    if (settle == ManifestSettle::being_written || settle == ManifestSettle::just_changed) {
+      unsettled_[path] = settle;
+      spdlog::info("{}: {}", path, to_string(settle));
+      if (cached == files_.end()) {
+        LoadedFile unread;
+        unread.contents[path] = {};  // (always read again)
+        files_[path] = std::move(unread);
+      }
+      return false;
+    }
+  }
   LoadedFile entry;
   if (refused) {
     // Whoever can write the file could act as kstate: refuse it (and so hold prune back).
@@ -439,6 +473,9 @@ bool StatesReconciler::refresh_file(const std::string& path, Listed listed) {
   }
   entry.errors = std::move(loaded.errors);
   entry.failed_files = std::move(loaded.failed_files);
+  for (const auto& warning : loaded.warnings) {
+    spdlog::warn("{}", warning.to_string());
+  }
   for (const auto& error : entry.errors) {
     spdlog::error("{}", error.to_string());
   }
@@ -471,18 +508,86 @@ bool StatesReconciler::content_unchanged(LoadedFile& entry, Listed listed) {
   return true;
 }
 
-boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
+std::chrono::system_clock::time_point StatesReconciler::last_folder_change(
+    const std::vector<manifests::ListedFile>& listed, const std::string& dir, bool with_events) const {
+  const auto time_of = [](const struct stat& info) {
+    const auto at = [](const struct timespec& spec) {
+      return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(spec.tv_sec) + std::chrono::nanoseconds(spec.tv_nsec)));
+    };
+    return std::max(at(info.st_mtim), at(info.st_ctim));
+  };
+  auto newest = with_events ? last_file_event_ : std::chrono::system_clock::time_point{};
+  std::set<std::string> folders{dir};
+  for (const auto& file : listed) {
+    if (file.stated) {
+      newest = std::max({newest, time_of(file.link), time_of(file.target)});
+    }
+    // (A file removed or renamed shows in its folder's times.)
+    for (auto folder = std::filesystem::path(file.path).parent_path();
+         folder.string().size() > dir.size() && folders.insert(folder.string()).second; folder = folder.parent_path()) {
+    }
+  }
+  for (const auto& folder : folders) {
+    struct stat info {};
+    if (::stat(folder.c_str(), &info) == 0) {
+      newest = std::max(newest, time_of(info));
+    }
+  }
+  return newest;
+}
+
+std::map<std::string, std::string> StatesReconciler::sources_held(const std::set<std::string>& sources) {
+  const auto known = [this](const std::string& source) -> std::optional<ManifestSettle> {
+    auto found = unsettled_.find(source);
+    return found != unsettled_.end() ? std::optional<ManifestSettle>(found->second) : std::nullopt;
+  };
+  const std::map<std::string, ManifestSettle> held = held_manifests(sources, now_(), settle_window_, known);
+  for (const auto& [source, settle] : held) {
+    if (settle == ManifestSettle::empty || settle == ManifestSettle::not_a_file) {
+      spdlog::warn("{}: {}", source, to_string(settle));
+    }
+    // (A file judged unsettled when it was read is counted with the others.)
+    sources_settling_ += settle == ManifestSettle::just_changed && unsettled_.count(source) == 0 ? 1 : 0;
+  }
+  return reasons(held);
+}
+
+boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile(FullPrune prune) {
   folder_verdicts_.clear();
   files_read_.clear();
+  unsettled_.clear();
+  sources_settling_ = 0;
+  read_window_ = settle_window_;
   std::vector<manifests::LoadError> list_errors;
   const std::string dir = normalized(config_.manifests_dir);
+  bool quiet = true;
   {
     // (A block: the listing, ~300 bytes a file, is freed before the cycle runs and the
     // heap is trimmed.)
-    const auto listed_at = now_();
-    // One lstat per file (and a stat per symbolic link), which the permission check and
-    // the fingerprint use too: a resync of 1,000 files made 3,000 stat calls before.
-    std::vector<manifests::ListedFile> listed = manifests::list_manifest_files_with_stat({dir}, list_errors);
+    std::chrono::system_clock::time_point listed_at;
+    std::vector<manifests::ListedFile> listed;
+    // A folder changed a moment ago (a start-up during a `git pull`, a resync right
+    // after an edit) is given the settle window before it is read, twice at most: half
+    // a write read now would be applied, and would hide objects from prune.
+    for (int waited = 0;; ++waited) {
+      list_errors.clear();
+      listed_at = now_();
+      // One lstat per file (and a stat per symbolic link), which the permission check
+      // and the fingerprint use too: a resync of 1,000 files made 3,000 stat calls before.
+      listed = manifests::list_manifest_files_with_stat({dir}, list_errors);
+      const auto age = listed_at - last_folder_change(listed, dir, false);
+      if (age >= settle_window_ || waited == 2 || stopping_) {
+        break;
+      }
+      const auto wait = std::min(settle_window_ - age, settle_window_);  // (a change "in the future" too)
+      spdlog::debug("the manifests changed {:.0f} ms ago: reading them {:.0f} ms later",
+                    std::chrono::duration<double, std::milli>(age).count(),
+                    std::chrono::duration<double, std::milli>(wait).count());
+      boost::asio::steady_timer timer(io_, std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait));
+      boost::system::error_code ignored;
+      co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ignored));
+    }
     // The walk joins plain names to the normalized folder: its paths are normalized.
     std::map<std::string, const manifests::ListedFile*> present;
     for (const auto& file : listed) {
@@ -494,6 +599,10 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
     for (const auto& [file, stats] : present) {
       refresh_file(file, Listed{stats->stated ? stats : nullptr, listed_at});
     }
+    // prune-delay counts from the last change in the folder, for a resync or a start-up
+    // as for a file event: an object cut from one file is not deleted before the
+    // write that pastes it into another has had its time.
+    quiet = prune == FullPrune::now || listed_at - last_folder_change(listed, dir, true) >= config_.prune_delay;
     spdlog::debug("{} manifest files, {} read (the others' stat proved them unchanged)", present.size(),
                   files_read_.size());
   }
@@ -503,7 +612,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile() {
     spdlog::warn("{}", error.to_string());
     list_errors_.push_back(error.to_string());
   }
-  ReconcileSummary summary = co_await run_cycle(std::nullopt, true);
+  ReconcileSummary summary = co_await run_cycle(std::nullopt, true, !quiet);
   summary.files_read = files_read_.size();
   release_memory_when_quiet();
   co_return summary;
@@ -513,6 +622,10 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
                                                                            std::vector<std::string> removed) {
   folder_verdicts_.clear();
   files_read_.clear();
+  unsettled_.clear();
+  sources_settling_ = 0;
+  read_window_ = {};  // the watcher waited for the writes to end already
+  last_file_event_ = now_();
   std::set<std::string> to_run;
   bool any_removed = false;
   for (const auto& raw : removed) {
@@ -586,7 +699,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
 }
 
 boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::optional<std::set<std::string>> only_files,
-                                                                     bool probe) {
+                                                                     bool probe, bool defer_prune) {
   ReconcileSummary summary;
   if (stopping_) {
     co_return summary;  // shutting down: start nothing new
@@ -611,18 +724,25 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
     }
   }
   if (probe) {
-    if (!discovery_->loaded()) {
-      auto loaded = co_await discovery_->load();
-      (discovery_->stats().from_cache ? metrics_.discovery_cache_hits : metrics_.discovery_cache_misses).add({});
-      if (!loaded) {
-        count_requests();
-        summary.api_reachable = !unreachable(loaded.error());
-        api_answered_ = api_answered_ && summary.api_reachable;
-        summary.error = "discovery: " + loaded.error().describe();
-        co_return summary;
-      }
-    } else {
-      metrics_.discovery_cache_hits.add({});
+    // Every full reconcile (start-up, resync, SIGHUP, retry) asks the server whether its
+    // discovery changed: two requests answered 304 when it did not, and a CRD's new
+    // plural, scope or versions are seen without a restart. Loaded from the disk cache
+    // at start-up, it is revalidated at once too: the cache may be hours old.
+    const bool known_before = discovery_->loaded();
+    Status loaded = co_await discovery_->revalidate();
+    if (loaded.ok() && discovery_->stats().from_cache && !discovery_->stats().revalidated) {
+      loaded = co_await discovery_->revalidate();
+    }
+    (discovery_->stats().from_cache ? metrics_.discovery_cache_hits : metrics_.discovery_cache_misses).add({});
+    if (!loaded && known_before && !unreachable(loaded.error())) {
+      // What was known still resolves the kinds; prune asks again before it relies on it.
+      spdlog::warn("discovery could not be revalidated, using what it said before: {}", loaded.error().describe());
+    } else if (!loaded) {
+      count_requests();
+      summary.api_reachable = !unreachable(loaded.error());
+      api_answered_ = api_answered_ && summary.api_reachable;
+      summary.error = "discovery: " + loaded.error().describe();
+      co_return summary;
     }
   }
 
@@ -665,6 +785,22 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
       states[state.index] = copy_state(state.entry->states[state.in_entry], state.entry->objects[state.in_entry], pool);
     }
   }
+  // Which kinds are cluster-scoped, as the server says (custom resources of a CRD in
+  // another file or only on the server): before duplicates are compared.
+  const manifests::NamespacedLookup known_scope = [this](std::string_view group,
+                                                         std::string_view kind) -> std::optional<bool> {
+    const ApiResource* resource = discovery_->loaded() ? discovery_->mapper().find_preferred(group, kind) : nullptr;
+    return resource != nullptr ? std::optional<bool>(resource->namespaced) : std::nullopt;
+  };
+  std::set<std::string> warned;
+  for (const auto& warning : manifests::drop_cluster_scoped_namespaces(states, known_scope)) {
+    std::string text = warning.to_string();
+    if (namespace_warnings_.count(text) == 0) {
+      spdlog::warn("{}", text);  // once, not at every cycle
+    }
+    warned.insert(std::move(text));
+  }
+  namespace_warnings_ = std::move(warned);
   for (const auto& error : manifests::check_states(states, failed_files)) {
     spdlog::error("{}", error.to_string());
     load_errors.push_back(error.to_string());
@@ -673,10 +809,12 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   options.engine.concurrency = config_.concurrency;
   options.engine.field_manager = config_.field_manager;
   options.engine.default_namespace = client_->config.default_namespace;
-  options.parent.name = config_.applyset_name;
-  options.parent.ns = config_.applyset_namespace;
+  options.parent = states::ApplySetParent{config_.applyset_name, config_.applyset_namespace};
   options.engine.ownership_labels = states::ownership_labels(options.parent);
+  options.writer = states::Writer{states::Writer::Mode::daemon, host_name_, normalized(config_.manifests_dir)};
+  options.leader_elected = config_.leader_election.enabled;
   options.engine.adopt = config_.adopt;
+  options.engine.adopt_objects = config_.adopt_objects;
   // summarize() counts changes; a diff is kept only where the log shows it.
   const bool log_diffs =
       config_.state_output == states::StateOutput::changes || config_.state_output == states::StateOutput::full;
@@ -691,10 +829,11 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   options.only_files = std::move(only_files);
   // A file change's reconcile applies at once and leaves pruning to the full reconcile
   // the runner starts once the folder is quiet (DaemonConfig::prune_delay).
-  options.defer_prune = only_files_ran && config_.prune_delay > Duration::zero();
+  options.defer_prune = (only_files_ran && config_.prune_delay > Duration::zero()) || defer_prune;
   if (options.defer_prune) {
     options.kept_before = kept_for_cause_;
   }
+  options.check_sources = [this](const std::set<std::string>& sources) { return sources_held(sources); };
 
   states::RunReport report = co_await states::reconcile(*gated_client_, *resolver_, states, options);
   count_requests();
@@ -720,9 +859,13 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   }
   report.errors.insert(report.errors.begin(), load_errors.begin(), load_errors.end());
   summary = summarize(report);
+  summary.files_settling = sources_settling_;
+  for (const auto& [file, settle] : unsettled_) {
+    summary.files_settling += settle == ManifestSettle::just_changed ? 1 : 0;
+  }
   if (only_files_ran) {
     // Only some states ran: the others' objects are still managed.
-    const std::size_t gained = summary.created;
+    const std::size_t gained = summary.created + summary.adopted;
     summary.managed_objects =
         managed_objects_ + gained >= summary.deleted ? managed_objects_ + gained - summary.deleted : 0;
   }

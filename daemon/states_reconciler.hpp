@@ -23,12 +23,14 @@
 #include "daemon/config.hpp"
 #include "daemon/file_fingerprint.hpp"
 #include "daemon/file_security.hpp"
+#include "daemon/manifest_settle.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/reconciler.hpp"
 #include "discovery/client.hpp"
 #include "manifests/loader.hpp"
 #include "states/discovery_resolver.hpp"
 #include "states/report.hpp"
+#include "states/writer.hpp"
 
 namespace kstate::daemon {
 
@@ -43,7 +45,7 @@ class StatesReconciler : public Reconciler {
                    Clock now = std::chrono::system_clock::now);
   ~StatesReconciler() override;
 
-  boost::asio::awaitable<ReconcileSummary> full_reconcile() override;
+  boost::asio::awaitable<ReconcileSummary> full_reconcile(FullPrune prune) override;
   boost::asio::awaitable<ReconcileSummary> reconcile_files(std::vector<std::string> changed,
                                                            std::vector<std::string> removed) override;
   Status reconfigure(const DaemonConfig& config) override;
@@ -64,6 +66,10 @@ class StatesReconciler : public Reconciler {
   void set_memory_release(std::function<void()> release, std::chrono::milliseconds delay);
   // What prepare_for_cycle runs instead of warm_heap (tests).
   void set_memory_warmup(std::function<void()> warm) { warm_memory_ = std::move(warm); }
+  // How long a file must have been unchanged to be read by a full cycle or trusted by
+  // prune (manifest_settle.hpp's settle_window; tests that write and resync at once
+  // set zero).
+  void set_settle_window(std::chrono::system_clock::duration window) { settle_window_ = window; }
 
  private:
   struct ReadContent {
@@ -95,8 +101,17 @@ class StatesReconciler : public Reconciler {
   bool content_unchanged(LoadedFile& entry, Listed listed);
   // Connects when not connected yet; false (with `error`) when the client cannot be built.
   Status connect();
-  // Runs the states of `only_files` (all when nullopt) with prune per config.
-  boost::asio::awaitable<ReconcileSummary> run_cycle(std::optional<std::set<std::string>> only_files, bool probe);
+  // Runs the states of `only_files` (all when nullopt) with prune per config; a full
+  // cycle with `defer_prune` prunes nothing (the folder changed within prune-delay).
+  boost::asio::awaitable<ReconcileSummary> run_cycle(std::optional<std::set<std::string>> only_files, bool probe,
+                                                     bool defer_prune = false);
+  // The sources prune must not use, and why (ReconcileOptions::check_sources).
+  std::map<std::string, std::string> sources_held(const std::set<std::string>& sources);
+  // When the manifests folder last changed, as far as a full scan can tell: the newest
+  // mtime or ctime of the listed files and of the folders they are in, and (with
+  // `with_events`) the last file event this reconciler was given.
+  std::chrono::system_clock::time_point last_folder_change(const std::vector<manifests::ListedFile>& listed,
+                                                           const std::string& dir, bool with_events) const;
   void count_requests();
   // GET /version: whether the API server answers at all.
   // `retry` false: one attempt (after a failed cycle, whose requests were retried).
@@ -120,7 +135,21 @@ class StatesReconciler : public Reconciler {
   std::vector<std::string> list_errors_;  // why the folder could not be listed (missing, unreadable)
   std::map<std::string, LoadedFile> files_;
   Clock now_;
+  std::string host_name_ = states::local_host_name();  // the writer's host (states/writer.hpp)
+  // Files this cycle did not read because they were not settled (being written, or
+  // changed within the window), with why; cleared when a cycle starts.
+  std::map<std::string, ManifestSettle> unsettled_;
+  // How long a file read by this cycle must have been unchanged (manifest_settle.hpp):
+  // settle_window in full cycles; none in a file event's (the watcher waited already).
+  std::chrono::system_clock::duration read_window_{};
+  std::chrono::system_clock::duration settle_window_ = settle_window;
+  std::size_t sources_settling_ = 0;  // sources prune found changed moments ago, this cycle
+  // When reconcile_files was last called: a file event (the folder changed then).
+  std::chrono::system_clock::time_point last_file_event_{};
   std::set<std::string> files_read_;  // manifest files read since the current cycle started
+  // Namespaces of cluster-scoped objects dropped by the last cycle, as warned: each is
+  // said once, not at every cycle.
+  std::set<std::string> namespace_warnings_;
   // Permission verdicts of folders during one scan (cleared when a scan starts).
   FolderVerdicts folder_verdicts_;
 

@@ -53,10 +53,27 @@ boost::asio::awaitable<Status> DiscoveryClient::load() {
     mapper_ = ResourceMapper(std::move(all));
     stats_.from_cache = true;
     stats_.format = cached->format;
+    current_ = std::move(cached);
+    current_->core_resources.clear();  // (the mapper holds them)
+    current_->group_resources.clear();
     loaded_ = true;
     co_return ok_status();
   }
   co_return co_await fetch(cached ? &*cached : nullptr);
+}
+
+boost::asio::awaitable<Status> DiscoveryClient::revalidate() {
+  if (!loaded_ || !current_) {
+    co_return co_await load();
+  }
+  stats_ = DiscoveryStats{};
+  stats_.cache_file = cache_file_;
+  // What is loaded, as the entry a 304 keeps (and writes back with a new time).
+  CacheEntry known = *current_;
+  for (const ApiResource& resource : mapper_.resources()) {
+    (resource.group.empty() ? known.core_resources : known.group_resources).push_back(resource);
+  }
+  co_return co_await fetch(&known);
 }
 
 boost::asio::awaitable<Status> DiscoveryClient::refresh() {
@@ -88,6 +105,7 @@ boost::asio::awaitable<Status> DiscoveryClient::fetch(const CacheEntry* cached) 
     stats_.from_cache = true;
     stats_.revalidated = true;
   } else {
+    missing_after_refresh_.clear();  // the server's answer changed: kinds may have appeared
     entry.format = result->format;
     entry.etag_api = result->etag_api;
     entry.etag_apis = result->etag_apis;
@@ -108,6 +126,9 @@ boost::asio::awaitable<Status> DiscoveryClient::fetch(const CacheEntry* cached) 
       spdlog::warn("discovery: cannot write the cache: {}", written.error().message);
     }
   }
+  entry.core_resources.clear();  // (the mapper holds them)
+  entry.group_resources.clear();
+  current_ = std::move(entry);
   co_return ok_status();
 }
 

@@ -2,7 +2,11 @@
 // fresh (TTL, default 6 h), revalidated with ETags when it is not, fetched otherwise.
 // resolve() maps a GVK to its ApiResource; a kind that is not found invalidates the
 // cache and refetches exactly once (so a CRD created a moment ago resolves), then
-// fails with NotFound.
+// fails with NotFound. revalidate() asks the server whether what is loaded is still
+// current (aggregated discovery answers 304 to If-None-Match when nothing changed):
+// the daemon calls it at every full resync and on SIGHUP, and prune before it lists
+// what a Namespace holds, so that a CRD's new plural, scope or versions are seen
+// without a restart.
 //
 //   DiscoveryClient discovery(transport, config.server, {.cache_dir = dir});
 //   auto deployments = co_await discovery.resolve({"apps", "v1", "Deployment"});
@@ -15,6 +19,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,6 +59,10 @@ class DiscoveryClient {
   boost::asio::awaitable<Status> load();
   // Drops the cache and fetches from the server.
   boost::asio::awaitable<Status> refresh();
+  // Loads when nothing is loaded yet; else asks the server with the ETags of what is
+  // loaded (two requests, answered 304 without a body when nothing changed) and takes
+  // what it answers. Legacy discovery has no ETags: it is fetched again.
+  boost::asio::awaitable<Status> revalidate();
   // The resource for a GVK; NotFound (after one refetch) when the server has no such kind.
   boost::asio::awaitable<Result<ApiResource>> resolve(GroupVersionKind gvk);
 
@@ -73,6 +82,8 @@ class DiscoveryClient {
   DiscoveryOptions options_;
   std::string cache_file_;
   ResourceMapper mapper_;
+  // What mapper_ was built from (its ETags revalidate it), once loaded.
+  std::optional<CacheEntry> current_;
   DiscoveryStats stats_;
   bool loaded_ = false;
   // Kinds that were still missing right after a refetch: not refetched again for them

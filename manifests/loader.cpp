@@ -21,6 +21,7 @@
 #include <unordered_set>
 
 #include "core/encoding.hpp"
+#include "manifests/cluster_scope.hpp"
 #include "manifests/object_validation.hpp"
 
 namespace kstate::manifests {
@@ -1077,6 +1078,9 @@ std::string object_identity(const json::Value& object) {
 }
 
 void check_result(LoadResult& result, const LoadOptions& options) {
+  // Before IDs are compared: the kinds known here (built in, or CRDs of this set).
+  std::vector<LoadError> dropped = drop_cluster_scoped_namespaces(result.states);
+  result.warnings.insert(result.warnings.end(), dropped.begin(), dropped.end());
   if (options.check_references) {
     std::vector<LoadError> errors = check_states(result.states, result.failed_files);
     result.errors.insert(result.errors.end(), errors.begin(), errors.end());

@@ -120,6 +120,9 @@ struct LoadOptions {
 struct LoadResult {
   std::vector<State> states;  // files in lexical path order, documents in file order
   std::vector<LoadError> errors;
+  // What was changed and not refused (a cluster-scoped object's namespace dropped,
+  // cluster_scope.hpp): said, nothing held back.
+  std::vector<LoadError> warnings;
   std::set<std::string> failed_files;              // files with at least one error
   std::vector<std::string> files;                  // every file read (directory walk and includes), in order
   std::map<std::string, std::string> file_hashes;  // path -> SHA-256 of the content, lowercase hex

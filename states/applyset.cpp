@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/encoding.hpp"
+#include "states/writer.hpp"
 
 namespace kstate::states {
 
@@ -65,7 +66,8 @@ json::Document make_parent_secret(const ApplySetParent& parent, std::string_view
 }
 
 json::Document make_parent_secret(const ApplySetParent& parent, std::string_view kstate_version,
-                                  const Inventory& inventory, std::string_view encoded_inventory) {
+                                  const Inventory& inventory, std::string_view encoded_inventory,
+                                  std::string_view writer) {
   json::Document secret(rapidjson::kObjectType);
   auto& allocator = secret.GetAllocator();
   json::set_string(secret, "apiVersion", "v1", allocator);
@@ -85,6 +87,9 @@ json::Document make_parent_secret(const ApplySetParent& parent, std::string_view
       other_namespaces.insert(entry.ns);
   }
   json::set_string(annotations, applyset_namespaces_annotation, join(other_namespaces), allocator);
+  if (!writer.empty()) {
+    json::set_string(annotations, writer_annotation, writer, allocator);
+  }
   json::set_string(secret, "type", "Opaque", allocator);
   json::Value& data = json::ensure_object(secret, "data", allocator);
   json::set_string(data, inventory_data_key, encoding::base64_encode(encoded_inventory), allocator);

@@ -50,9 +50,12 @@ std::string contains_group_kinds(const Inventory& inventory);
 // in data[inventory.json] (base64). Type Opaque.
 json::Document make_parent_secret(const ApplySetParent& parent, std::string_view kstate_version,
                                   const Inventory& inventory);
-// The same with the inventory already encoded (encode_inventory(inventory)).
+// The same with the inventory already encoded (encode_inventory(inventory)), and the
+// writer that reconciles the set (states/writer.hpp) in annotation kstate.io/writer
+// when not empty.
 json::Document make_parent_secret(const ApplySetParent& parent, std::string_view kstate_version,
-                                  const Inventory& inventory, std::string_view encoded_inventory);
+                                  const Inventory& inventory, std::string_view encoded_inventory,
+                                  std::string_view writer = {});
 
 // What kube-apiserver lets a Secret's data hold in all (decoded bytes): the inventory's
 // JSON is the parent's only data, so this bounds it.

@@ -15,6 +15,14 @@ class DiscoveryResolver : public KindResolver {
     co_return co_await discovery_.resolve(gvk);
   }
   asio::awaitable<Status> refresh() override { co_return co_await discovery_.refresh(); }
+  asio::awaitable<Status> revalidate() override { co_return co_await discovery_.revalidate(); }
+  std::vector<std::string> unavailable_group_versions() const override {
+    std::vector<std::string> unavailable;
+    for (const auto& failure : discovery_.stats().failures) {
+      unavailable.push_back(failure.group_version + ": " + failure.error.describe());
+    }
+    return unavailable;
+  }
   asio::awaitable<Result<ApiResource>> resolve_known(const GroupVersionKind& gvk) override {
     if (discovery_.loaded()) {
       if (const ApiResource* resource = discovery_.mapper().find(gvk)) {

@@ -18,10 +18,13 @@
 #include <set>
 
 #include "core/log_fields.hpp"
+#include "states/adoption.hpp"
+#include "states/applyset.hpp"
 #include "states/compare.hpp"
 #include "states/diff.hpp"
 #include "states/normalize.hpp"
 #include "states/ordering.hpp"
+#include "states/prune.hpp"
 #include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
 #include "states/schema_validation.hpp"
@@ -133,11 +136,14 @@ struct Engine::Impl {
     bool read_when_run = false;
     bool create_raced = false;                 // a create of it was answered 409 AlreadyExists
     bool rediscovered = false;                 // a write of it was answered 404 page not found (rediscover)
-    bool adopting = false;                     // it exists without kstate's labels, and adopt is on
     std::optional<Clock::time_point> started;  // when execute() began it
     // The server's warnings on the requests made for this state (its pair's read
     // included), printable; they go into its result when it ends.
     std::vector<std::string> warnings;
+    // An existing object kstate did not create, taken over by this write (adoption.hpp):
+    // reported "adopted"; `adopted_from` names the tool that managed it, if any.
+    bool adopting = false;
+    std::string adopted_from;
     // The managers whose fields this object_present took over (takeover.hpp), and in
     // test mode the plan, to show what the apply after it would remove.
     std::vector<std::string> taken_over_from;
@@ -226,6 +232,7 @@ struct Engine::Impl {
   std::unique_ptr<asio::steady_timer> rediscovery_done;
   // Warning texts already logged by this run (each is logged once per run).
   std::set<std::string, std::less<>> logged_warnings;
+  bool discovery_stale = false;  // a request found a path discovery listed not served (served())
   // until_discovery_lists_version: the last read of discovery, whether one is under
   // way, and when each version's wait ends ("group/version/Kind").
   Clock::time_point discovery_read_at;
@@ -267,17 +274,34 @@ struct Engine::Impl {
   // Every DynamicClient call passes named lvalues: GCC 12 mis-destroys temporaries and
   // default arguments bound to coroutine parameters (a double free seen in practice).
 
+  // A 404 that is not a Status ("404 page not found") on a read means the server does
+  // not serve this resource's path: discovery is out of date (a CRD's plural, scope or
+  // versions changed). Never "the object is absent": an error, and discovery is read
+  // again at the end of the cycle (RunReport::discovery_stale). Writes meet the same
+  // answer in present(), which reads discovery again at once (rediscover).
+  Result<json::Document> served(const Slot& slot, Result<json::Document> answer) {
+    if (answer.ok() || !answer.error().resource_not_served) {
+      return answer;
+    }
+    discovery_stale = true;
+    const ApiResource& resource = *slot.resource;
+    return Error(ErrorKind::unsupported,
+                 "the API server does not serve " + resource.plural + " in " + resource.api_version() +
+                     (resource.namespaced ? " (namespaced)" : " (cluster-scoped)") +
+                     " as discovery said (404 page not found): discovery is read again for the next cycle");
+  }
+
   // Each state's requests go through a client that keeps the server's warnings for it.
   asio::awaitable<Result<json::Document>> read(Slot& slot) {
     std::string subresource;
     DynamicClient warned = client.collecting_warnings(slot.warnings);
-    co_return co_await warned.get(*slot.resource, slot.ref.ns, slot.ref.name, subresource);
+    co_return served(slot, co_await warned.get(*slot.resource, slot.ref.ns, slot.ref.name, subresource));
   }
 
   asio::awaitable<Result<json::Document>> read_all(Slot& slot, const ListOptions& list_options) {
     ListOptions list = list_options;
     DynamicClient warned = client.collecting_warnings(slot.warnings);
-    co_return co_await warned.list(*slot.resource, slot.ref.ns, list);
+    co_return served(slot, co_await warned.list(*slot.resource, slot.ref.ns, list));
   }
 
   asio::awaitable<Result<json::Document>> create(Slot& slot, const json::Value& object) {
@@ -958,16 +982,12 @@ struct Engine::Impl {
     slot.result.comment = std::move(comment);
   }
 
-  // A change made (real mode) or pending (test mode), with its diff. `verb` is the
-  // comment's word for it: created, updated, re-created or deleted unless given.
-  void changed(std::size_t index, Change change, const std::string& diff, std::string verb = {}) {
+  // A change made (real mode) or pending (test mode), with its diff.
+  void changed(std::size_t index, Change change, const std::string& diff) {
     Slot& slot = slots[index];
     slot.done = true;
-    if (verb.empty()) {
-      verb = change == Change::configured ? "updated" : std::string(to_string(change));
-    }
-    // An update of an object kstate's labels were not on is its adoption.
-    slot.result.change = change == Change::configured && slot.adopting ? Change::adopted : change;
+    slot.result.change = change;
+    const std::string verb = to_string(change);
     if (!options.record_diffs) {
       set_only_change(slot.result.changes, verb, slot.result.name);
     } else if (!diff.empty()) {
@@ -1230,7 +1250,7 @@ struct Engine::Impl {
     } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0 &&
                made_in_every_namespace(*slot.resource, slot.ref.name)) {
       json::Document desired = desired_object(index, false);
-      changed(index, Change::configured, object_diff(json::Value(), desired, diff_label(slot.ref)));
+      changed(index, Change::updated, object_diff(json::Value(), desired, diff_label(slot.ref)));
       slot.result.comment = "would be updated once kube-controller-manager makes it in the new namespace; " + why;
     } else if (state.function == Function::object_updated && pending_objects.count(slot.ref.display()) == 0) {
       fail(index, slot.ref.display() + " does not exist (namespace " + slot.ref.ns + " does not exist yet)");
@@ -1422,7 +1442,7 @@ struct Engine::Impl {
                       " (checked locally: " + not_yet + "):" + violations);
       return;
     }
-    changed(index, Change::configured, object_diff(json::Value(), desired, diff_label(slot.ref)), "applied");
+    changed(index, Change::applied, object_diff(json::Value(), desired, diff_label(slot.ref)));
     slot.result.comment = std::string("would be applied; ") +
                           (*schema != nullptr ? "validated locally against the schema of version " + version +
                                                     " of CustomResourceDefinition " + crd_name
@@ -1556,7 +1576,7 @@ struct Engine::Impl {
       fail(index, check.text);
       co_return;
     }
-    changed(index, Change::configured, object_diff(json::Value(), desired, diff_label(slot.ref)));
+    changed(index, Change::updated, object_diff(json::Value(), desired, diff_label(slot.ref)));
     slot.result.comment = "would be updated once this run creates it; " + check.text +
                           " (server validation skipped because " + not_yet + ")";
   }
@@ -1595,6 +1615,47 @@ struct Engine::Impl {
     StoredFormOptions stored;
     stored.status_subresource = slot.resource && slot.resource->has_subresource("status");
     return stored;
+  }
+
+  // Whether this object_present may write an existing object (states/adoption.hpp): it
+  // is the set's already, or is taken over now (slot.adopting: reported "adopted"), or
+  // the state fails saying who owns it and how to opt in.
+  bool may_adopt(std::size_t index, const json::Value& live) {
+    Slot& slot = slots[index];
+    const LiveObject marks = live_object_from_json(live);
+    AdoptionInput adoption;
+    adoption.labels = marks.labels;
+    adoption.annotations = marks.annotations;
+    if (auto id = options.ownership_labels.find(std::string(applyset_part_of_label));
+        id != options.ownership_labels.end()) {
+      adoption.applyset_id = id->second;
+    }
+    adoption.adopt = options.adopt;
+    adoption.named =
+        string_at(states[index].object, {"metadata", "annotations", std::string(adopt_annotation)}) == "true" ||
+        options.adopt_objects.count(slot.ref.display()) != 0;
+    const AdoptionDecision decision = decide_adoption(adoption);
+    switch (decision.verdict) {
+      case AdoptionVerdict::ours:
+        return true;
+      case AdoptionVerdict::adopt:
+        slot.adopting = true;
+        slot.adopted_from = decision.owner ? decision.owner->description : std::string();
+        return true;
+      case AdoptionVerdict::refuse_foreign:
+        fail(index, slot.ref.display() + " is managed by " + decision.owner->description +
+                        "; kstate does not take it over, and left it unchanged. To take it over (label it, and prune "
+                        "it once no manifest declares it), annotate its manifest kstate.io/adopt: \"true\" or list " +
+                        slot.ref.display() + " in adopt-objects (kstate apply --adopt-objects)");
+        return false;
+      case AdoptionVerdict::refuse_not_ours:
+        fail(index, slot.ref.display() + " already exists and is not managed by kstate (it lacks the labels " +
+                        owned_labels_text() +
+                        "); it was left unchanged. To take it over (label it, and prune it once no manifest declares "
+                        "it), set `adopt: true` in the daemon config or pass --adopt to kstate apply");
+        return false;
+    }
+    return false;
   }
 
   // Whether a live object carries every ownership label with kstate's value (so it is
@@ -1684,13 +1745,8 @@ struct Engine::Impl {
       }
       co_return;
     }
-    slot.adopting = !live->IsNull() && !owned(*live);
-    if (slot.adopting && !options.adopt) {
-      fail(index, slot.ref.display() + " already exists and is not managed by kstate (it lacks the labels " +
-                      owned_labels_text() +
-                      "); it was left unchanged. To take it over (label it, and prune it once no manifest declares "
-                      "it), set `adopt: true` in the daemon config or pass --adopt to kstate apply");
-      co_return;
+    if (!live->IsNull() && !options.ownership_labels.empty() && !may_adopt(index, *live)) {
+      co_return;  // (failed, saying why)
     }
     // Fields other managers wrote are taken over on kstate's first apply of an object it
     // did not make (no configuration hash of its own), and whenever `kubectl apply` left
@@ -1904,12 +1960,15 @@ struct Engine::Impl {
     if (!live.IsNull() && diff.empty() && slot.taken_over_from.empty()) {
       succeed(index, "already good");
     } else {
-      changed(index, live.IsNull() ? Change::created : Change::configured, diff);
+      changed(index, live.IsNull() ? Change::created : slot.adopting ? Change::adopted : Change::updated, diff);
       if (live.IsNull() && slot.resource && slot.resource->group.empty() && slot.resource->kind == "Namespace") {
         namespaces_created.insert(slot.ref.name);
       }
       if (!slot.taken_over_from.empty()) {
         slot.result.comment += " (taken over from " + managers_text(slot.taken_over_from) + ")";
+      }
+      if (!slot.adopted_from.empty()) {
+        slot.result.comment += " (from " + slot.adopted_from + ", as its manifest or adopt-objects says)";
       }
     }
     if (options.test_mode) {
@@ -2016,7 +2075,7 @@ struct Engine::Impl {
     Slot& slot = slots[index];
     slot.uid = string_at(object, {"metadata", "uid"});
     if (options.test_mode) {
-      if (slot.result.comment.rfind("would be created", 0) == 0) {
+      if (slot.result.change == Change::created) {
         pending_objects.insert(slot.ref.display());
         if (slot.ref.gvk.kind == "Namespace" && slot.ref.gvk.group.empty()) {
           pending_namespaces.insert(slot.ref.name);
@@ -2032,8 +2091,7 @@ struct Engine::Impl {
       }
       co_return;
     }
-    if (is_crd(slot.ref.gvk) &&
-        (slot.result.comment.rfind("updated", 0) == 0 || slot.result.comment.rfind("already good", 0) == 0)) {
+    if (is_crd(slot.ref.gvk) && slot.result.change != Change::created && slot.result.change != Change::recreated) {
       // The API server serves and lists the versions an update adds (this run's, or a
       // recent one: a run again right after a failed one) once its CRD handler and
       // discovery catch up, a moment later and not in step: until discovery lists one,
@@ -2301,7 +2359,7 @@ struct Engine::Impl {
     if (diff.empty()) {
       succeed(index, "already good");
     } else {
-      changed(index, Change::configured, diff);
+      changed(index, Change::updated, diff);
     }
     co_await after_update(index, *written);
   }
@@ -2519,6 +2577,7 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
       report.results.push_back(std::move(slot.result));
     }
   }
+  report.discovery_stale = impl.discovery_stale;
   report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - impl.run_started).count();
   impl_.reset();
   co_return report;

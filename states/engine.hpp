@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,15 @@ class KindResolver {
     (void)gvk;
     co_return Error(ErrorKind::unsupported, "this resolver cannot read the server's OpenAPI schemas");
   }
+  // Asks the server whether what resolve() and resources() answer is still what it
+  // offers (discovery revalidated: a 304 when nothing changed), and takes its answer.
+  // Prune calls it before it lists what a Namespace holds: a kind unknown to cached
+  // discovery must not count as empty.
+  virtual asio::awaitable<Status> revalidate() { co_return co_await refresh(); }
+  // Group-versions the last discovery answer lacks (an aggregated API server that
+  // answered 503, or is listed as Stale), as "group/version: why": the kinds they
+  // serve could not be enumerated, so prune keeps every Namespace.
+  virtual std::vector<std::string> unavailable_group_versions() const { return {}; }
 };
 
 struct ObjectRef;
@@ -71,6 +81,10 @@ struct EngineOptions {
   // ownership_labels (label it, and so make it prunable later). When false, such an
   // object is left unmodified and the state fails saying how to opt in.
   bool adopt = true;
+  // Objects ("Kind/namespace/name", "Kind/name") that may be taken over even when
+  // another tool manages them (adopt-objects; states/adoption.hpp). The manifest's
+  // annotation kstate.io/adopt: "true" does the same for its object.
+  std::set<std::string> adopt_objects;
   // Bound on readiness waits (CRD Established, `wait: true`, object_absent's wait) when
   // a state gives none: 5 minutes, as `helm --wait`.
   std::chrono::milliseconds default_wait_timeout{std::chrono::minutes(5)};

@@ -73,7 +73,29 @@ LiveObject live_object_from_json(const json::Value& object) {
   live.annotations = string_map(json::find_path(object, {"metadata", "annotations"}));
   live.defines_group = std::string(json::string_or(json::find_path(object, {"spec", "group"}), ""));
   live.defines_kind = std::string(json::string_or(json::find_path(object, {"spec", "names", "kind"}), ""));
+  live.defines_plural = std::string(json::string_or(json::find_path(object, {"spec", "names", "plural"}), ""));
+  live.defines_namespaced = json::string_or(json::find_path(object, {"spec", "scope"}), "Namespaced") != "Cluster";
+  if (const json::Value* versions = json::find_path(object, {"spec", "versions"});
+      versions != nullptr && versions->IsArray()) {
+    for (const auto& version : versions->GetArray()) {
+      const json::Value* served = json::find(version, "served");
+      std::string name(json::string_or(json::find(version, "name"), ""));
+      if (served != nullptr && served->IsTrue() && !name.empty()) {
+        live.served_versions.push_back(std::move(name));
+      }
+    }
+  }
   return live;
+}
+
+bool is_inherited(const InventoryEntry& entry) {
+  return entry.source.starts_with(inherited_source_prefix);
+}
+
+void mark_inherited(InventoryEntry& entry) {
+  if (!is_inherited(entry)) {
+    entry.source = std::string(inherited_source_prefix) + entry.source;
+  }
 }
 
 std::vector<std::string> held_guards(const PruneGuards& guards) {
@@ -90,6 +112,8 @@ std::vector<std::string> held_guards(const PruneGuards& guards) {
     held.emplace_back("the manifest directory is empty or missing (--allow-empty-prune not given)");
   if (guards.inventory_corrupt)
     held.emplace_back("the inventory in the ApplySet parent is corrupt");
+  if (guards.other_writer)
+    held.emplace_back("another writer reconciles this ApplySet");
   return held;
 }
 
@@ -109,8 +133,16 @@ const char* to_string(KeepReason reason) {
       return "kstate labels removed";
     case KeepReason::prune_disabled:
       return "prune disabled";
+    case KeepReason::inherited:
+      return "recorded by another writer of the ApplySet and never declared by this one";
+    case KeepReason::source_held:
+      return "its manifest file is not settled";
     case KeepReason::still_has_members:
       return "still has managed objects";
+    case KeepReason::holds_unmanaged:
+      return "holds objects kstate does not manage";
+    case KeepReason::contents_unknown:
+      return "its contents could not all be listed";
   }
   return "kept";
 }
@@ -168,6 +200,14 @@ PruneDecision decide_prune(const PruneInput& input) {
       keep(entry, KeepReason::prune_disabled, opt_out);
       continue;
     }
+    if (is_inherited(entry)) {
+      keep(entry, KeepReason::inherited, "declared in " + entry.source.substr(inherited_source_prefix.size()));
+      continue;
+    }
+    if (auto held = input.sources_held.find(entry.source); held != input.sources_held.end()) {
+      keep(entry, KeepReason::source_held, entry.source + ": " + held->second);
+      continue;
+    }
     live_of[&entry] = &live;
     (is_namespace(key) || is_crd(key) ? container_candidates : candidates).push_back(&entry);
   }
@@ -186,24 +226,25 @@ PruneDecision decide_prune(const PruneInput& input) {
   for (const InventoryEntry* container : container_candidates) {
     const ObjectKey key = container->key();
     const LiveObject& live = *live_of[container];
+    if (auto held = input.containers_held.find(key); held != input.containers_held.end()) {
+      const bool unmanaged = held->second.why == ContainerHold::Why::unmanaged_object;
+      keep(*container, unmanaged ? KeepReason::holds_unmanaged : KeepReason::contents_unknown,
+           unmanaged ? held->second.detail + ", which kstate does not manage" : held->second.detail);
+      continue;
+    }
     std::string member;
-    if (auto foreign = input.containers_with_foreign_objects.find(key);
-        foreign != input.containers_with_foreign_objects.end()) {
-      member = foreign->second.empty() ? "objects outside kstate's inventory" : foreign->second;
-    } else {
-      for (const ObjectKey& other : remaining) {
-        bool inside = false;
-        if (is_namespace(key)) {
-          inside = other.ns == key.name;
-        } else if (!live.defines_kind.empty()) {
-          inside = other.group == live.defines_group && other.kind == live.defines_kind;
-        } else {
-          inside = other.group == crd_group_from_name(key.name) && !is_crd(other);
-        }
-        if (inside) {
-          member = other.to_string();
-          break;
-        }
+    for (const ObjectKey& other : remaining) {
+      bool inside = false;
+      if (is_namespace(key)) {
+        inside = other.ns == key.name;
+      } else if (!live.defines_kind.empty()) {
+        inside = other.group == live.defines_group && other.kind == live.defines_kind;
+      } else {
+        inside = other.group == crd_group_from_name(key.name) && !is_crd(other);
+      }
+      if (inside) {
+        member = other.to_string();
+        break;
       }
     }
     if (!member.empty()) {

@@ -27,6 +27,7 @@ struct CycleStart::Parent {
   json::Document object;  // Null when it does not exist yet
   Error error;
   bool readable = false;
+  bool none = false;       // the run has no ApplySet (ReconcileOptions::parent unset)
   LoadedInventory loaded;  // when readable
 };
 
@@ -169,63 +170,128 @@ std::string describe_item(const ApiResource& resource, const json::Value& item) 
   return resource.kind + "/" + (ns.empty() ? "" : ns + "/") + name;
 }
 
-// For every Namespace and CRD prune may delete: whether it holds objects kstate does
-// not manage (not in the inventory with the same UID), which deleting it would delete
-// too. A Namespace's contents are listed over every namespaced kind the server offers;
-// a CRD's over its custom resources in all namespaces. Whatever cannot be listed counts
-// as foreign: unknown is never deleted.
-asio::awaitable<std::map<ObjectKey, std::string>> foreign_contents(DynamicClient& client, KindResolver& resolver,
-                                                                   const Inventory& inventory,
-                                                                   const std::map<ObjectKey, LiveObject>& live,
-                                                                   const std::set<ObjectKey>& declared) {
-  std::map<ObjectKey, std::string> foreign;
-  std::vector<const InventoryEntry*> containers;
+// For every Namespace and CRD prune may delete: whether the server, as it is now, says
+// it holds an object kstate does not manage (not in the inventory with the same UID),
+// which deleting it would delete too. A CRD's custom resources are listed through the
+// versions the live CRD itself serves (its plural and scope from its spec), whatever
+// discovery says; a Namespace's contents over every namespaced kind the server offers
+// once discovery has been revalidated (a kind cached discovery does not know must not
+// count as empty). Whatever cannot be listed (a 403, a group answering 503, a group
+// discovery lacks, a served version answering 404) keeps the container: unknown is
+// never deleted.
+asio::awaitable<std::map<ObjectKey, ContainerHold>> containers_held(DynamicClient& client, KindResolver& resolver,
+                                                                    const Inventory& inventory,
+                                                                    const std::map<ObjectKey, LiveObject>& live,
+                                                                    const std::set<ObjectKey>& declared) {
+  std::map<ObjectKey, ContainerHold> held;
+  std::vector<const InventoryEntry*> namespaces;
+  std::vector<const InventoryEntry*> crds;
   for (const auto& entry : inventory.entries) {
-    const bool container = is_namespace_kind(entry.group, entry.kind) || is_crd_kind(entry.group, entry.kind);
     auto found = live.find(entry.key());
-    if (container && declared.count(entry.key()) == 0 && found != live.end() &&
-        found->second.state == LiveState::found && found->second.uid == entry.uid) {
-      containers.push_back(&entry);
+    if (declared.count(entry.key()) != 0 || found == live.end() || found->second.state != LiveState::found ||
+        found->second.uid != entry.uid || is_inherited(entry)) {
+      continue;
+    }
+    if (is_namespace_kind(entry.group, entry.kind)) {
+      namespaces.push_back(&entry);
+    } else if (is_crd_kind(entry.group, entry.kind)) {
+      crds.push_back(&entry);
     }
   }
-  if (containers.empty()) {
-    co_return foreign;
-  }
-  auto resources = co_await resolver.resources();
-  if (!resources.ok()) {
-    for (const InventoryEntry* container : containers) {
-      foreign[container->key()] = "its contents could not be listed (" + resources.error().describe() + ")";
-    }
-    co_return foreign;
-  }
+  const auto not_listed = [](std::string detail) { return ContainerHold{ContainerHold::Why::not_listed, detail}; };
+  const auto unmanaged = [](std::string detail) { return ContainerHold{ContainerHold::Why::unmanaged_object, detail}; };
   // Is this listed object kstate's (recorded with the same UID)?
-  const auto managed = [&](const ApiResource& resource, const json::Value& item, const std::string& ns) {
-    ObjectKey key{resource.group, resource.kind, ns,
-                  std::string(json::string_or(json::find_path(item, {"metadata", "name"}), ""))};
+  const auto managed = [&](const std::string& group, const std::string& kind, const json::Value& item,
+                           const std::string& ns) {
+    ObjectKey key{group, kind, ns, std::string(json::string_or(json::find_path(item, {"metadata", "name"}), ""))};
     const InventoryEntry* recorded = inventory.find(key);
     return recorded != nullptr && recorded->uid == json::string_or(json::find_path(item, {"metadata", "uid"}), "");
   };
-  for (const InventoryEntry* container : containers) {
-    std::string found_foreign;
-    if (is_namespace_kind(container->group, container->kind)) {
-      std::vector<std::pair<const ApiResource*, json::Document>> listed;
-      for (const ApiResource& resource : *resources) {
-        // Views that cannot be deleted (metrics.k8s.io and the like) hold no stored objects.
-        if (!resource.namespaced || !resource.supports("list") || !resource.supports("delete")) {
-          continue;
-        }
-        std::string ns = container->name;
-        ListOptions everything;
-        auto items = co_await client.list(resource, ns, everything);
-        if (!items.ok()) {
-          if (items.error().kind == ErrorKind::not_found) {
-            continue;  // the kind went away meanwhile
-          }
-          found_foreign = "its " + resource.plural + " could not be listed (" + items.error().describe() + ")";
-          break;
-        }
-        listed.emplace_back(&resource, std::move(items).value());
+
+  for (const InventoryEntry* crd_entry : crds) {
+    const LiveObject& crd = live.at(crd_entry->key());
+    if (crd.defines_kind.empty() || crd.defines_plural.empty() || crd.defines_group.empty()) {
+      held[crd_entry->key()] = not_listed("its kind could not be read from the CustomResourceDefinition");
+      continue;
+    }
+    if (crd.served_versions.empty()) {
+      // Custom resources stay stored while no version is served: none can be listed.
+      held[crd_entry->key()] = not_listed("it serves no version, so its " + crd.defines_plural + " cannot be listed");
+      continue;
+    }
+    for (const std::string& version : crd.served_versions) {
+      ApiResource served;
+      served.group = crd.defines_group;
+      served.version = version;
+      served.kind = crd.defines_kind;
+      served.plural = crd.defines_plural;
+      served.namespaced = crd.defines_namespaced;
+      std::string all_namespaces;
+      ListOptions everything;
+      auto items = co_await client.list(served, all_namespaces, everything);
+      if (!items.ok()) {
+        // (A 404 too: the CRD exists and says it serves this version.)
+        held[crd_entry->key()] = not_listed("its " + served.plural + " (" + served.group + "/" + version +
+                                            ") could not be listed: " + items.error().describe());
+        break;
       }
+      std::optional<ContainerHold> found;
+      if (const json::Value* list = json::find(*items, "items"); list != nullptr && list->IsArray()) {
+        for (const auto& item : list->GetArray()) {
+          std::string ns = std::string(json::string_or(json::find_path(item, {"metadata", "namespace"}), ""));
+          if (!managed(served.group, served.kind, item, ns)) {
+            found = unmanaged(describe_item(served, item));
+            break;
+          }
+        }
+      }
+      if (found) {
+        held[crd_entry->key()] = std::move(*found);
+        break;
+      }
+    }
+  }
+
+  if (namespaces.empty()) {
+    co_return held;
+  }
+  std::optional<std::string> unknowable;
+  if (auto revalidated = co_await resolver.revalidate(); !revalidated.ok()) {
+    unknowable = "API discovery could not be revalidated (" + revalidated.error().describe() +
+                 "), so the kinds it may hold are not known";
+  } else if (auto unavailable = resolver.unavailable_group_versions(); !unavailable.empty()) {
+    unknowable = "API discovery lacks " + join(unavailable, "; ") + ", so the kinds it may hold are not all known";
+  }
+  auto resources = co_await resolver.resources();
+  if (!unknowable && !resources.ok()) {
+    unknowable = "the kinds it may hold could not be listed (" + resources.error().describe() + ")";
+  }
+  if (unknowable) {
+    for (const InventoryEntry* container : namespaces) {
+      held[container->key()] = not_listed(*unknowable);
+    }
+    co_return held;
+  }
+  for (const InventoryEntry* container : namespaces) {
+    std::optional<ContainerHold> found;
+    std::vector<std::pair<const ApiResource*, json::Document>> listed;
+    for (const ApiResource& resource : *resources) {
+      // What the namespace controller deletes with the namespace: kinds that can be
+      // listed and deleted (views such as metrics.k8s.io hold no stored objects).
+      if (!resource.namespaced || !resource.supports("list") || !resource.supports("delete")) {
+        continue;
+      }
+      std::string ns = container->name;
+      ListOptions everything;
+      auto items = co_await client.list(resource, ns, everything);
+      if (!items.ok()) {
+        found = not_listed("its " + resource.plural + (resource.group.empty() ? "" : "." + resource.group) +
+                           " could not be listed: " + items.error().describe());
+        break;
+      }
+      listed.emplace_back(&resource, std::move(items).value());
+    }
+    if (!found) {
       std::set<std::string> uids;
       std::set<std::string> services;
       for (const auto& [resource, list] : listed) {
@@ -239,60 +305,25 @@ asio::awaitable<std::map<ObjectKey, std::string>> foreign_contents(DynamicClient
         }
       }
       for (const auto& [resource, list] : listed) {
-        if (!found_foreign.empty()) {
+        if (found) {
           break;
         }
         if (const json::Value* items = json::find(list, "items"); items != nullptr && items->IsArray()) {
           for (const auto& item : items->GetArray()) {
-            if (!managed(*resource, item, container->name) &&
+            if (!managed(resource->group, resource->kind, item, container->name) &&
                 !created_by_the_cluster(*resource, item, uids, services)) {
-              found_foreign = describe_item(*resource, item);
+              found = unmanaged(describe_item(*resource, item));
               break;
             }
           }
         }
       }
-    } else {
-      const LiveObject& crd = live.at(container->key());
-      const ApiResource* served = nullptr;
-      for (const ApiResource& resource : *resources) {
-        if (resource.group == crd.defines_group && resource.kind == crd.defines_kind) {
-          served = &resource;
-          break;
-        }
-      }
-      if (served == nullptr) {
-        if (crd.defines_kind.empty()) {
-          found_foreign = "its kind could not be read from the CustomResourceDefinition";
-        }
-        // else: the server serves no such kind, so no custom resource can exist.
-      } else {
-        std::string all_namespaces;
-        ListOptions everything;
-        auto items = co_await client.list(*served, all_namespaces, everything);
-        if (!items.ok() && items.error().kind != ErrorKind::not_found) {
-          found_foreign = "its " + served->plural + " could not be listed (" + items.error().describe() + ")";
-        } else if (items.ok()) {
-          if (const json::Value* list = json::find(*items, "items"); list != nullptr && list->IsArray()) {
-            for (const auto& item : list->GetArray()) {
-              std::string ns = std::string(json::string_or(json::find_path(item, {"metadata", "namespace"}), ""));
-              if (!managed(*served, item, ns)) {
-                found_foreign = describe_item(*served, item);
-                break;
-              }
-            }
-          }
-        }
-      }
     }
-    if (!found_foreign.empty()) {
-      if (found_foreign.find("could not") == std::string::npos) {
-        found_foreign += ", which kstate does not manage";
-      }
-      foreign[container->key()] = found_foreign;
+    if (found) {
+      held[container->key()] = std::move(*found);
     }
   }
-  co_return foreign;
+  co_return held;
 }
 
 // The key of the object a state declares, before the engine runs (namespace defaulted
@@ -461,12 +492,13 @@ asio::awaitable<Status> write_parent(DynamicClient& client, const ParentSecret& 
                         "folders, each with its own ApplySet parent (kstate apply --applyset-name, or "
                         "applyset.name in the daemon config)");
   }
-  json::Document secret = make_parent_secret(options.parent, options.kstate_version, inventory, encoded);
+  const std::string writer = options.writer ? options.writer->to_string() : std::string();
+  json::Document secret = make_parent_secret(*options.parent, options.kstate_version, inventory, encoded, writer);
   WriteOptions write;
   write.field_manager = options.engine.field_manager;
   write.force = true;
-  std::string ns = options.parent.ns;
-  std::string name = options.parent.name;
+  std::string ns = options.parent->ns;
+  std::string name = options.parent->name;
   std::string body = json::dump(secret);
   std::string subresource;
   auto written = co_await client.patch(*parent.secrets, ns, name, PatchType::apply, body, write, subresource);
@@ -550,10 +582,20 @@ std::map<std::string, std::string> ownership_labels(const ApplySetParent& parent
           {std::string(applyset_part_of_label), applyset_id(parent)}};
 }
 
+std::map<std::string, std::string> ownership_labels(const std::optional<ApplySetParent>& parent) {
+  return parent ? ownership_labels(*parent) : std::map<std::string, std::string>();
+}
+
 asio::awaitable<CycleStart> begin_cycle(DynamicClient& client, KindResolver& resolver,
                                         const ReconcileOptions& options) {
   CycleStart start;
-  start.parent = std::make_shared<CycleStart::Parent>(co_await read_parent(client, resolver, options.parent));
+  if (!options.parent) {
+    start.parent = std::make_shared<CycleStart::Parent>();
+    start.parent->none = true;
+    start.parent->readable = true;
+    co_return start;
+  }
+  start.parent = std::make_shared<CycleStart::Parent>(co_await read_parent(client, resolver, *options.parent));
   ParentSecret& parent = *start.parent;
   if (parent.readable) {
     parent.loaded = load_inventory(parent.object.IsNull() ? nullptr : &parent.object);
@@ -585,8 +627,8 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
                                      CycleStart& start) {
   auto started = Clock::now();
   const bool test_mode = options.engine.test_mode;
-  const std::string id = applyset_id(options.parent);
-  const std::string parent_name = options.parent.ns + "/" + options.parent.name;
+  const std::string id = options.parent ? applyset_id(*options.parent) : std::string();
+  const std::string parent_name = options.parent ? options.parent->ns + "/" + options.parent->name : std::string();
 
   if (!start.parent) {
     start = co_await begin_cycle(client, resolver, options);
@@ -597,7 +639,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   // What the parent holds, as far as this cycle knows: the original, or the inventory
   // with this cycle's pending entries once they are written (not modified after that).
   const Inventory* on_server = &original;
-  const bool tracking = parent.readable && loaded.status != InventoryStatus::corrupt;
+  const bool tracking = parent.readable && !parent.none && loaded.status != InventoryStatus::corrupt;
 
   // Before anything is applied, record what this cycle may create or take over
   // (pending entries), so that a cycle that dies half-way never leaves an object that
@@ -608,6 +650,42 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
                             parent.error.describe() + " (nothing applied, nothing pruned)");
     report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     co_return report;
+  }
+  // Who may write the set: another writer's set is left alone (states/writer.hpp).
+  WriterVerdict verdict = WriterVerdict::same;
+  std::vector<std::string> report_notes_before;
+  std::string recorded_writer;
+  if (options.writer && parent.readable && !parent.none) {
+    std::optional<std::string> recorded;
+    if (!parent.object.IsNull()) {
+      if (const json::Value* annotation =
+              json::find_path(parent.object, {"metadata", "annotations", std::string(writer_annotation)});
+          annotation != nullptr && annotation->IsString()) {
+        recorded = std::string(annotation->GetString(), annotation->GetStringLength());
+      }
+    }
+    recorded_writer = recorded.value_or("");
+    verdict = decide_writer(recorded, *options.writer, options.leader_elected);
+    if (verdict == WriterVerdict::conflict && !test_mode) {
+      RunReport report;
+      report.writer_conflict = recorded_writer;
+      report.errors.push_back("ApplySet " + parent_name + " is reconciled by " + recorded_writer +
+                              ", not by this writer (" + options.writer->to_string() +
+                              "): nothing applied, nothing pruned, so that the two never undo each other's work "
+                              "(to resolve it, see docs/ownership.md)");
+      report.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+      co_return report;
+    }
+    if (verdict == WriterVerdict::conflict) {  // (test mode: shown, nothing would be pruned)
+      report_notes_before.push_back("ApplySet " + parent_name + " is reconciled by " + recorded_writer +
+                                    ": a real run of this writer would write nothing");
+    }
+    if (verdict == WriterVerdict::claim && !recorded_writer.empty() && !test_mode) {
+      spdlog::warn(
+          "ApplySet {}: taking over from {} (leader election): objects this writer does not declare are "
+          "kept, never pruned by it",
+          parent_name, recorded_writer);
+    }
   }
   EngineOptions engine_options = options.engine;
   if (options.only_files) {
@@ -741,8 +819,16 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
 
   const auto running = Clock::now();
   RunReport report = co_await engine.run(states);
+  report.notes.insert(report.notes.begin(), report_notes_before.begin(), report_notes_before.end());
   spdlog::debug("timing: {} states run in {:.1f} ms", report.results.size(),
                 std::chrono::duration<double, std::milli>(Clock::now() - running).count());
+  if (report.discovery_stale) {
+    // Read once, so that the next cycle (the daemon's retry, the next `kstate apply`,
+    // whose disk cache this rewrites) resolves the kinds as the server now serves them.
+    if (auto refreshed = co_await resolver.refresh(); !refreshed.ok()) {
+      report.notes.push_back("discovery could not be read again: " + refreshed.error().describe());
+    }
+  }
 
   if (!parent.readable) {
     report.errors.push_back("inventory: cannot read the ApplySet parent Secret " + parent_name + ": " +
@@ -754,15 +840,36 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
                            "): prune refused");
   }
 
+  if (verdict == WriterVerdict::claim && tracking) {
+    // This writer takes the set: what it does not declare was another writer's (or is
+    // from before kstate recorded writers), and it never prunes that.
+    std::set<ObjectKey> declared = report.declared;
+    declare_generated(states, loaded.inventory, declared);
+    std::size_t inherited = 0;
+    for (InventoryEntry& entry : loaded.inventory.entries) {
+      if (declared.count(entry.key()) == 0 && !is_inherited(entry)) {
+        mark_inherited(entry);
+        ++inherited;
+      }
+    }
+    if (inherited > 0) {
+      report.notes.push_back("ApplySet " + parent_name + ": " + std::to_string(inherited) +
+                             " recorded object(s) this writer does not declare were recorded by " +
+                             (recorded_writer.empty() ? std::string("an earlier writer") : recorded_writer) +
+                             ": kept, and never pruned unless this writer declares them");
+    }
+  }
+
   std::vector<ObjectKey> removed;
-  if (options.prune && options.defer_prune) {
+  if (options.prune && options.defer_prune && !parent.none) {
     std::set<ObjectKey> declared = report.declared;
     declare_generated(states, loaded.inventory, declared);
     for (const InventoryEntry& entry : loaded.inventory.entries) {
       const ObjectKey key = entry.key();
-      report.prune_deferred += declared.count(key) == 0 && options.kept_before.count(key) == 0 ? 1 : 0;
+      report.prune_deferred +=
+          declared.count(key) == 0 && options.kept_before.count(key) == 0 && !is_inherited(entry) ? 1 : 0;
     }
-  } else if (options.prune) {
+  } else if (options.prune && !parent.none) {
     PruneInput input;
     // Lent to the prune decision (not copied) and taken back right after it.
     input.inventory = std::move(loaded.inventory);
@@ -776,10 +883,21 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     input.guards.manifests_empty = options.manifests_empty;
     input.guards.allow_empty_prune = options.allow_empty_prune;
     input.guards.inventory_corrupt = loaded.status == InventoryStatus::corrupt;
+    input.guards.other_writer = verdict == WriterVerdict::conflict;
     if (held_guards(input.guards).empty()) {
+      if (options.check_sources) {
+        std::set<std::string> sources;
+        for (const InventoryEntry& entry : input.inventory.entries) {
+          if (input.declared.count(entry.key()) == 0 && !is_inherited(entry)) {
+            sources.insert(entry.source);
+          }
+        }
+        if (!sources.empty()) {
+          input.sources_held = options.check_sources(sources);
+        }
+      }
       input.live = co_await read_candidates(client, resolver, input.inventory, input.declared);
-      input.containers_with_foreign_objects =
-          co_await foreign_contents(client, resolver, input.inventory, input.live, input.declared);
+      input.containers_held = co_await containers_held(client, resolver, input.inventory, input.live, input.declared);
     }
     PruneDecision decision = decide_prune(input);
     loaded.inventory = std::move(input.inventory);
@@ -789,11 +907,15 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     for (const KeptEntry& kept : decision.kept) {
       switch (kept.reason) {
         case KeepReason::still_has_members:
+        case KeepReason::holds_unmanaged:
+        case KeepReason::contents_unknown:
+        case KeepReason::inherited:
         case KeepReason::prune_disabled:
           // (They stay in the inventory; those with another UID or without kstate's
           // labels are forgotten.)
           report.kept_for_cause.insert(kept.entry.key());
           [[fallthrough]];
+        case KeepReason::source_held:  // (pruned once its file settles: asked for again)
         case KeepReason::labels_removed:
         case KeepReason::uid_mismatch:
         case KeepReason::not_checked:
@@ -859,7 +981,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
         next.pending.push_back(entry);
       }
     }
-    if (parent.object.IsNull() || !(next == *on_server)) {
+    if (parent.object.IsNull() || !(next == *on_server) || verdict == WriterVerdict::claim) {
       if (auto written = co_await write_parent(client, parent, options, next); !written.ok()) {
         report.errors.push_back("inventory: cannot write the ApplySet parent Secret " + parent_name + ": " +
                                 written.error().describe());

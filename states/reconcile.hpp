@@ -24,12 +24,22 @@
 #include "states/engine.hpp"
 #include "states/read_ahead.hpp"
 #include "states/report.hpp"
+#include "states/writer.hpp"
 
 namespace kstate::states {
 
 struct ReconcileOptions {
   EngineOptions engine;
-  ApplySetParent parent;
+  // The ApplySet that records what this run applies; nullopt: none (`kstate apply`
+  // without --applyset-name): no parent read or written, no ownership labels (the
+  // caller leaves engine.ownership_labels empty), no prune.
+  std::optional<ApplySetParent> parent = ApplySetParent{};
+  // Who writes the set (states/writer.hpp), recorded in its parent; a set another
+  // writer reconciles is not written at all. Unset: no check (tests of one cycle).
+  std::optional<Writer> writer;
+  // The daemon runs with leader election and holds the Lease: it may take the set over
+  // from another writer (what it does not declare is then inherited, never pruned).
+  bool leader_elected = false;
   bool prune = false;
   bool allow_empty_prune = false;
   // Facts about the manifests that guard prune.
@@ -53,6 +63,11 @@ struct ReconcileOptions {
   // are answered while the caller loads its manifests (read_ahead.hpp): `kstate apply`
   // and `kstate test`, which load after begin_cycle. Not with only_files.
   bool read_ahead = false;
+  // Which of these manifest files (inventory sources of objects prune may delete) must
+  // keep their objects whatever they declare now, and why (PruneInput::sources_held):
+  // the daemon's files being written or just changed, an empty file, a FIFO. Called
+  // once per cycle that prunes, with the sources of the undeclared entries only.
+  std::function<std::map<std::string, std::string>(const std::set<std::string>& sources)> check_sources;
   // Wall clock for the times of pending inventory entries (injected by tests).
   std::function<std::chrono::system_clock::time_point()> now = [] { return std::chrono::system_clock::now(); };
 };
@@ -87,7 +102,8 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
                                      std::vector<manifests::State>& states, const ReconcileOptions& options,
                                      CycleStart& start);
 
-// The labels every applied object carries for `parent`.
+// The labels every applied object carries for `parent` (none without one).
 std::map<std::string, std::string> ownership_labels(const ApplySetParent& parent);
+std::map<std::string, std::string> ownership_labels(const std::optional<ApplySetParent>& parent);
 
 }  // namespace kstate::states

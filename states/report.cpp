@@ -55,6 +55,24 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
+// What kubectl apply would print for the change: "configured" for an update.
+const char* kubectl_verb(Change change) {
+  switch (change) {
+    case Change::none:
+      return "unchanged";
+    case Change::updated:
+    case Change::applied:
+      return "configured";
+    case Change::created:
+    case Change::adopted:
+    case Change::recreated:
+    case Change::deleted:
+    case Change::pruned:
+      return to_string(change);
+  }
+  return "changed";
+}
+
 std::string seconds(double ms) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(3) << ms / 1000.0;
@@ -221,7 +239,7 @@ void write_text(std::ostream& out, const RunReport& report, const TextOptions& o
       text += " pending";  // e.g. being deleted: the comment says what happens
     } else {
       text += pending ? " would be " : " ";
-      text += to_string(r.change);
+      text += kubectl_verb(r.change);
     }
     text += " (";
     text += r.source.to_string();
@@ -395,6 +413,9 @@ void write_junit(std::ostream& out, const RunReport& report) {
   for (const auto& r : report.results) {
     out << "    <testcase classname=\"" << xml_escape(r.source.file) << "\" name=\"" << xml_escape(r.id) << "\" time=\""
         << seconds(r.duration_ms) << "\">\n";
+    if (r.change != Change::none) {  // what it did (or would do), as counted: created, adopted, ...
+      out << "      <properties><property name=\"change\" value=\"" << to_string(r.change) << "\"/></properties>\n";
+    }
     std::string diff = diff_of(r);
     if (r.result.has_value() && !*r.result) {
       out << "      <failure message=\"" << xml_escape(r.comment) << "\" type=\"StateFailed\">"

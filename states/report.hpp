@@ -30,6 +30,9 @@ struct RunReport {
   std::vector<InventoryEntry> applied;
   std::set<ObjectKey> declared;
   bool discovery_failed = false;
+  // A request found a path discovery listed not served (a CRD's plural, scope or versions
+  // changed): reconcile reads discovery again before it returns.
+  bool discovery_stale = false;
   // With ReconcileOptions::defer_prune: inventory entries no manifest declares any more,
   // left for a later cycle to prune (none is deleted by this one).
   std::size_t prune_deferred = 0;
@@ -38,6 +41,9 @@ struct RunReport {
   // it); not those kept because prune was held back or their object could not be
   // looked at.
   std::set<ObjectKey> kept_for_cause;
+  // The writer (states/writer.hpp) that reconciles the ApplySet, when it is not this
+  // one and this run therefore wrote nothing; empty otherwise.
+  std::string writer_conflict;
 
   int succeeded() const;  // result true or pending
   int failed() const;     // result false

@@ -3,24 +3,26 @@
 
 namespace kstate::states {
 
-std::string_view to_string(Change change) {
+const char* to_string(Change change) {
   switch (change) {
     case Change::none:
-      return "unchanged";
+      return "none";
     case Change::created:
       return "created";
-    case Change::configured:
-      return "configured";
+    case Change::updated:
+      return "updated";
     case Change::adopted:
       return "adopted";
     case Change::recreated:
       return "re-created";
     case Change::deleted:
       return "deleted";
+    case Change::applied:
+      return "applied";
     case Change::pruned:
       return "pruned";
   }
-  return "unchanged";
+  return "none";
 }
 
 json::Document to_json(const StateResult& result) {
@@ -38,6 +40,8 @@ json::Document to_json(const StateResult& result) {
   changes.CopyFrom(result.changes, a);
   json::set(doc, "changes", std::move(changes), a);
   json::set_string(doc, "comment", result.comment, a);
+  // kstate's own field (Salt's structure has none): what the state did, as counted.
+  json::set_string(doc, "change", to_string(result.change), a);
   json::set(doc, "duration_ms", json::Value(result.duration_ms), a);
   json::set_string(doc, "source", result.source.to_string(), a);
   if (!result.warnings.empty()) {

@@ -6,7 +6,6 @@
 
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "core/json.hpp"
@@ -14,24 +13,19 @@
 
 namespace kstate::states {
 
-// What a state did to its object (or, in test mode, would do): what the text report
-// and the daemon's summary print, as kubectl's verbs.
-enum class Change {
-  none,        // already as declared, or failed
-  created,     // did not exist
-  configured,  // updated (server-side apply, replace, patch)
-  adopted,     // existed without kstate's labels and was taken over (updated and labelled)
-  recreated,   // deleted and created again (an immutable field changed)
-  deleted,     // object_absent removed it
-  pruned,      // no manifest declares it any more
-};
-std::string_view to_string(Change change);
+// What a state did (or, in test mode, would do) to its object: what reports, logs and
+// metrics count, never read back from the comment. `adopted`: an existing object kstate
+// did not create, taken over (states/adoption.hpp); `pruned`: deleted by prune, as no
+// manifest declares it any more.
+enum class Change { none, created, updated, adopted, recreated, deleted, applied, pruned };
+const char* to_string(Change change);  // "created", ... ("none" for none)
 
 struct StateResult {
   std::string id;
   std::string name;  // Kind/namespace/name of the object
   manifests::Function function = manifests::Function::object_present;
   std::optional<bool> result;  // true ok, false failed, nullopt = change pending (test mode)
+  Change change = Change::none;
   json::Document changes{rapidjson::kObjectType};
   std::string comment;
   double duration_ms = 0;
@@ -39,7 +33,6 @@ struct StateResult {
   // The API server's warnings on this state's requests (Warning headers: deprecated
   // APIs, PodSecurity, admission webhooks), printable, each once.
   std::vector<std::string> warnings;
-  Change change = Change::none;  // set with `changes` (not in Salt's JSON: -o json is unchanged)
 
   bool changed() const { return changes.IsObject() && changes.MemberCount() > 0; }
 };

@@ -3,6 +3,7 @@
 #include "daemon/cli.hpp"
 
 #include <catch2/catch.hpp>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -75,7 +76,7 @@ TEST_CASE("a subcommand without an implementation exits 2 saying so") {
   CHECK(err.str() == "kstate daemon: not implemented yet\n");
 }
 
-TEST_CASE("apply and test name their ApplySet with --applyset-name/--applyset-namespace, the daemon's by default") {
+TEST_CASE("apply and test record into an ApplySet only when named (--applyset-name), which --prune needs") {
   auto parsed = [](std::vector<const char*> args) {
     args.insert(args.begin(), "kstate");
     std::map<std::string, kstate::cli::Handler> handlers;
@@ -92,8 +93,30 @@ TEST_CASE("apply and test name their ApplySet with --applyset-name/--applyset-na
   };
   auto [code, defaults] = parsed({"apply", "dir"});
   CHECK(code == 0);
-  CHECK(defaults.applyset_name == "kstate");
+  CHECK(defaults.applyset_name.empty());  // no set unless named: nothing recorded (issue 35)
   CHECK(defaults.applyset_namespace == "kube-system");
+  // --prune names what it may delete: it needs a set, as kubectl's --applyset.
+  for (const char* command : {"apply", "test"}) {
+    auto unnamed = run({command, "dir", "--prune"});
+    CHECK(unnamed.code == 2);
+    CHECK(unnamed.err == std::string("kstate ") + command +
+                             ": --prune requires --applyset-name (the ApplySet whose recorded objects may be pruned; "
+                             "see docs/ownership.md)\n");
+  }
+  auto [pruning_code, pruning] = parsed({"apply", "dir", "--prune", "--applyset-name", "kstate"});
+  CHECK(pruning_code == 0);
+  CHECK(pruning.prune == std::optional<bool>(true));
+  // Objects to adopt even when another tool manages them.
+  auto [adopt_code, adopting] =
+      parsed({"apply", "dir", "--adopt-objects", "ConfigMap/a/b, ClusterRole/view", "--adopt-objects", "Secret/a/c"});
+  CHECK(adopt_code == 0);
+  CHECK(adopting.adopt_objects == std::set<std::string>{"ClusterRole/view", "ConfigMap/a/b", "Secret/a/c"});
+  auto [before_path_code, before_path] = parsed({"apply", "--adopt-objects", "ConfigMap/a/b", "dir"});
+  CHECK(before_path_code == 0);
+  CHECK(before_path.adopt_objects == std::set<std::string>{"ConfigMap/a/b"});
+  auto bad_adopt = run({"apply", "dir", "--adopt-objects", "ConfigMap"});
+  CHECK(bad_adopt.code == 2);
+  CHECK(bad_adopt.err.find("is not Kind/namespace/name") != std::string::npos);
   auto [named_code, named] =
       parsed({"test", "dir", "--applyset-name", "team-a.apps", "--applyset-namespace", "platform"});
   CHECK(named_code == 0);

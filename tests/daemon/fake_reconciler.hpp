@@ -94,6 +94,7 @@ class FakeReconciler final : public daemon::Reconciler {
     bool may_write_at_end = true;  // and when it finished
     std::chrono::steady_clock::time_point started{};
     std::size_t prepared_before = 0;  // prepare_for_cycle calls before this one started
+    bool prune_now = false;           // full: FullPrune::now (the runner's wait reached its limit)
   };
 
   // Leader election: the Lease store this reconciler hands out (none: unsupported).
@@ -127,12 +128,29 @@ class FakeReconciler final : public daemon::Reconciler {
     defer_prune_ = true;
   }
 
-  boost::asio::awaitable<daemon::ReconcileSummary> full_reconcile() override {
-    co_return co_await work("full", {}, {});
+  // The next `n` full reconciles asked to prune only when quiet answer that the folder
+  // is not quiet yet (one object left to prune), as the real one does.
+  void find_folder_busy_in_next_full(int n) {
+    std::lock_guard lock(mutex_);
+    busy_fulls_left_ = n;
+  }
+  // The next `n` reconciles find the ApplySet reconciled by another writer.
+  void find_other_writer_in_next(int n) {
+    std::lock_guard lock(mutex_);
+    other_writer_left_ = n;
+  }
+  // The next `n` full reconciles find a manifest file changed moments ago.
+  void find_settling_file_in_next_full(int n) {
+    std::lock_guard lock(mutex_);
+    settling_fulls_left_ = n;
+  }
+
+  boost::asio::awaitable<daemon::ReconcileSummary> full_reconcile(daemon::FullPrune prune) override {
+    co_return co_await work("full", {}, {}, prune == daemon::FullPrune::now);
   }
   boost::asio::awaitable<daemon::ReconcileSummary> reconcile_files(std::vector<std::string> changed,
                                                                    std::vector<std::string> removed) override {
-    co_return co_await work("files", std::move(changed), std::move(removed));
+    co_return co_await work("files", std::move(changed), std::move(removed), false);
   }
   Status reconfigure(const daemon::DaemonConfig& config) override {
     std::lock_guard lock(mutex_);
@@ -172,19 +190,34 @@ class FakeReconciler final : public daemon::Reconciler {
 
  private:
   boost::asio::awaitable<daemon::ReconcileSummary> work(std::string kind, std::vector<std::string> changed,
-                                                        std::vector<std::string> removed) {
+                                                        std::vector<std::string> removed, bool prune_now) {
     std::size_t index = 0;
     std::chrono::milliseconds duration{};
     bool api_down = false;
     bool defer_prune = false;
     bool state_fails = false;
+    bool folder_busy = false;
+    bool other_writer = false;
+    bool settling = false;
     {
       std::lock_guard lock(mutex_);
       index = calls_.size();
-      calls_.push_back(
-          {kind, changed, removed, false, !gate_ || gate_(), true, std::chrono::steady_clock::now(), prepared_});
+      calls_.push_back({kind, changed, removed, false, !gate_ || gate_(), true, std::chrono::steady_clock::now(),
+                        prepared_, prune_now});
       duration = duration_;
       defer_prune = defer_prune_ && kind == "files";
+      if (kind == "full" && !prune_now && busy_fulls_left_ > 0) {
+        --busy_fulls_left_;
+        folder_busy = true;
+      }
+      if (other_writer_left_ > 0) {
+        --other_writer_left_;
+        other_writer = true;
+      }
+      if (kind == "full" && settling_fulls_left_ > 0) {
+        --settling_fulls_left_;
+        settling = true;
+      }
       if (kind == "full" && api_failures_left_ > 0) {
         --api_failures_left_;
         api_down = true;
@@ -206,7 +239,14 @@ class FakeReconciler final : public daemon::Reconciler {
       summary.unchanged = summary.states - (state_fails ? 1 : 0);
       summary.failed = state_fails ? 1 : 0;
       summary.managed_objects = 5;
-      summary.prune_deferred = defer_prune ? removed.size() : 0;
+      summary.prune_deferred = defer_prune ? removed.size() : folder_busy ? 1 : 0;
+      summary.files_settling = settling ? 1 : 0;
+      if (other_writer) {
+        summary.states = 0;
+        summary.unchanged = 0;
+        summary.writer_conflict = "daemon other-host:/etc/kstate/manifests";
+        summary.error = "ApplySet kube-system/kstate is reconciled by " + summary.writer_conflict;
+      }
     }
     {
       std::lock_guard lock(mutex_);
@@ -225,6 +265,9 @@ class FakeReconciler final : public daemon::Reconciler {
   std::chrono::milliseconds duration_{0};
   bool stop_requested_ = false;
   bool defer_prune_ = false;
+  int busy_fulls_left_ = 0;
+  int other_writer_left_ = 0;
+  int settling_fulls_left_ = 0;
   std::vector<daemon::Duration> reconfigured_debounce_;
 };
 

@@ -340,6 +340,77 @@ TEST_CASE("runner: a folder that is never quiet holds a prune back for 15 prune-
   CHECK(daemon.stop_with(SIGTERM) == 0);
 }
 
+TEST_CASE("runner: a full reconcile that finds the folder changed within prune-delay waits like a file change") {
+  RunningDaemon daemon;
+  daemon.config.prune_delay = 200ms;                      // the limit: 3 s
+  daemon.reconciler.find_folder_busy_in_next_full(1000);  // every full asked to wait for quiet finds it busy
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  const auto ready_at = std::chrono::steady_clock::now();
+  // Full reconciles a prune-delay apart, then one told to prune now at the limit.
+  const auto prunes_now = [&] {
+    const auto calls = daemon.reconciler.calls();
+    return std::find_if(calls.begin(), calls.end(), [](const auto& call) { return call.prune_now; }) != calls.end();
+  };
+  // (STATUS messages are read meanwhile, as systemd does: a full notify socket blocks the daemon.)
+  for (auto deadline = ready_at + 6s; !prunes_now() && std::chrono::steady_clock::now() < deadline;) {
+    daemon.next_message(20ms);
+  }
+  REQUIRE(prunes_now());
+  const auto calls = daemon.reconciler.calls();
+  const auto now_call = std::find_if(calls.begin(), calls.end(), [](const auto& call) { return call.prune_now; });
+  CHECK(now_call - calls.begin() >= 3);  // start-up, then waits for quiet
+  CHECK(now_call->started - calls.front().started >= 2900ms);
+  CHECK(now_call->started - ready_at < 4500ms);
+  for (auto call = calls.begin(); call != now_call; ++call) {
+    CHECK(call->kind == "full");
+    CHECK_FALSE(call->prune_now);
+  }
+  // Pruned: no more full reconciles (the resync is an hour away).
+  const std::size_t after = daemon.reconciler.count("full");
+  for (auto until = std::chrono::steady_clock::now() + 600ms; std::chrono::steady_clock::now() < until;) {
+    daemon.next_message(20ms);
+  }
+  CHECK(daemon.reconciler.count("full") == after);
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
+TEST_CASE("runner: another writer of the ApplySet turns /readyz 503 with the reason and the metric 1, until resolved") {
+  RunningDaemon daemon;
+  daemon.config.retry_interval = 300ms;
+  daemon.reconciler.find_other_writer_in_next(2);  // the start-up reconcile and the first retry
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  auto readyz = kstate::testing::http_get(daemon.runner->http_port(), "/readyz");
+  CHECK(readyz.status == 503);
+  CHECK(readyz.body.find("ApplySet kube-system/kstate is reconciled by another writer (daemon "
+                         "other-host:/etc/kstate/manifests): nothing applied, nothing pruned until that is resolved") !=
+        std::string::npos);
+  CHECK(daemon.metrics.applyset_writer_conflict.value() == 1);
+  CHECK(daemon.metrics.ready.value() == 0);
+  // Resolved (the fake stops answering the conflict): the retry finds the set its own.
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") == 3; }, 5000ms));
+  REQUIRE(daemon.wait_until([&] { return daemon.metrics.applyset_writer_conflict.value() == 0; }));
+  CHECK(daemon.wait_until(
+      [&] { return kstate::testing::http_get(daemon.runner->http_port(), "/readyz").status == 200; }));
+  CHECK(daemon.metrics.ready.value() == 1);
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
+TEST_CASE("runner: a manifest file changed moments ago is read again by a full reconcile once it has settled") {
+  RunningDaemon daemon;
+  daemon.config.prune_delay = 100ms;
+  daemon.reconciler.find_settling_file_in_next_full(1);
+  daemon.start();
+  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") == 2; }, 5000ms));
+  const auto calls = daemon.reconciler.calls();
+  CHECK(calls[1].started - calls[0].started >= 1900ms);  // max(prune-delay, the 2 s settle window)
+  std::this_thread::sleep_for(300ms);
+  CHECK(daemon.reconciler.count("full") == 2);
+  CHECK(daemon.stop_with(SIGTERM) == 0);
+}
+
 TEST_CASE("runner: an unreachable API server is retried with backoff, reported in STATUS and /readyz") {
   RunningDaemon daemon;
   daemon.reconciler.fail_api_first(3);

@@ -7,6 +7,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -72,9 +73,18 @@ struct Fixture {
                                                          [this] { return std::chrono::system_clock::now() + ahead; });
     // At once: run_sync runs the io_context until no work is left, the release's wait included.
     reconciler->set_memory_release(nullptr, 0ms);
+    // Files written a moment ago are read at once (the tests of the window set it).
+    reconciler->set_settle_window(std::chrono::system_clock::duration::zero());
     return reconciler;
   }
-  ReconcileSummary resync(StatesReconciler& reconciler) { return kstate::run_sync(io, reconciler.full_reconcile()); }
+  // A full reconcile that prunes now (the runner's at the limit of its wait for quiet).
+  ReconcileSummary resync(StatesReconciler& reconciler) {
+    return kstate::run_sync(io, reconciler.full_reconcile(kstate::daemon::FullPrune::now));
+  }
+  // A resync, start-up or SIGHUP: prunes only once the folder has been quiet for prune-delay.
+  ReconcileSummary resync_when_quiet(StatesReconciler& reconciler) {
+    return kstate::run_sync(io, reconciler.full_reconcile(kstate::daemon::FullPrune::when_quiet));
+  }
 };
 
 }  // namespace
@@ -348,7 +358,8 @@ TEST_CASE("free memory goes back to the system once no cycle has run for a while
         fixture.io, reconciler->reconcile_files({(manifests / "one.yaml").string()}, std::vector<std::string>{}));
   };
 
-  REQUIRE(kstate::run_until_complete(fixture.io, reconciler->full_reconcile()).created == 1);
+  REQUIRE(kstate::run_until_complete(fixture.io, reconciler->full_reconcile(kstate::daemon::FullPrune::now)).created ==
+          1);
   CHECK(releases == 0);
   run_for(100ms);
   REQUIRE(cycle("v2").updated == 1);  // within the wait: it starts again
@@ -373,7 +384,8 @@ TEST_CASE("a file event faults the heap in ahead of its cycle; a batch that runs
     fixture.io.restart();
     fixture.io.run_for(time);
   };
-  REQUIRE(kstate::run_until_complete(fixture.io, reconciler->full_reconcile()).created == 1);
+  REQUIRE(kstate::run_until_complete(fixture.io, reconciler->full_reconcile(kstate::daemon::FullPrune::now)).created ==
+          1);
   run_for(400ms);
   REQUIRE(releases == 1);
   CHECK(warmups == 0);
@@ -457,6 +469,119 @@ TEST_CASE("state-output: changes and full log each change's diff after its line;
                            // (one log line: the text format escapes line breaks)
                            log.str().find("\\n-  value: v1\\n+  value: v2\\n") != std::string::npos;
   CHECK(diff_logged == (output != kstate::states::StateOutput::concise));
+}
+
+namespace {
+
+std::string uid_in(Emulator& emulator, const std::string& name) {
+  auto reply = emulator.request("GET", "/api/v1/namespaces/default/configmaps/" + name);
+  if (reply.status != 200) {
+    return std::string();
+  }
+  auto object = kstate::json::parse(reply.body);
+  REQUIRE(object.ok());
+  return std::string(kstate::json::string_or(kstate::json::find_path(*object, {"metadata", "uid"}), ""));
+}
+
+}  // namespace
+
+TEST_CASE("a resync or start-up right after a change in the folder defers prune until it has been quiet") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  write_file(manifests / "one.yaml", config_map("one", "v1"));
+  write_file(manifests / "two.yaml", config_map("two", "v1"));
+  auto reconciler = fixture.make();
+  REQUIRE(fixture.resync_when_quiet(*reconciler).created == 2);
+  std::filesystem::remove(manifests / "two.yaml");  // the folder's times say: just now
+  ReconcileSummary busy = fixture.resync_when_quiet(*reconciler);
+  CHECK(busy.succeeded());
+  CHECK(busy.deleted == 0);
+  CHECK(busy.prune_deferred == 1);
+  CHECK_FALSE(uid_in(fixture.emulator, "two").empty());
+  fixture.ahead = 3s;  // past prune-delay (2 s)
+  ReconcileSummary quiet = fixture.resync_when_quiet(*reconciler);
+  CHECK(quiet.deleted == 1);
+  CHECK(quiet.prune_deferred == 0);
+  CHECK(uid_in(fixture.emulator, "two").empty());
+  CHECK_FALSE(uid_in(fixture.emulator, "one").empty());
+}
+
+TEST_CASE("a full reconcile gives files changed moments ago time to settle before it reads them") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  write_file(manifests / "one.yaml", config_map("one", "v1") + "---\n" + config_map("two", "v1"));
+  auto reconciler = fixture.make();
+  REQUIRE(fixture.resync(*reconciler).created == 2);
+  reconciler->set_settle_window(2s);
+  write_file(manifests / "one.yaml", config_map("one", "v2"));  // "two" cut a moment ago
+  write_file(manifests / "new.yaml", config_map("new", "v1"));
+  const auto started = std::chrono::steady_clock::now();
+  ReconcileSummary settled = fixture.resync(*reconciler);
+  const auto took = std::chrono::steady_clock::now() - started;
+  INFO(settled.describe());
+  CHECK(took >= 1900ms);  // the rest of the 2 s window, then read
+  CHECK(took < 6s);
+  CHECK(settled.files_settling == 0);
+  CHECK(settled.created == 1);
+  CHECK(settled.updated == 1);
+  CHECK(settled.deleted == 1);
+  CHECK(uid_in(fixture.emulator, "two").empty());
+  // Nothing changed since: no wait.
+  const auto again_started = std::chrono::steady_clock::now();
+  CHECK(fixture.resync(*reconciler).unchanged == 2);
+  CHECK(std::chrono::steady_clock::now() - again_started < 1500ms);
+}
+
+TEST_CASE("a manifest held open for writing is neither read nor used for prune until its writer closes it") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  const std::string whole = config_map("a", "v1") + "---\n" + config_map("b", "v1");
+  write_file(manifests / "batch.yaml", whole);
+  auto reconciler = fixture.make();
+  REQUIRE(fixture.resync(*reconciler).created == 2);
+  const std::string half = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: half\n";
+  const int fd = ::open((manifests / "batch.yaml").c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, half.data(), half.size()) == static_cast<ssize_t>(half.size()));
+  fixture.ahead = 10s;  // long unchanged as far as the clock goes: only the lease tells
+  ReconcileSummary held = fixture.resync(*reconciler);
+  ReconcileSummary by_event =
+      kstate::run_sync(fixture.io, reconciler->reconcile_files({(manifests / "batch.yaml").string()}, {}));
+  ::close(fd);
+  CHECK(held.deleted == 0);
+  CHECK(held.created == 0);
+  CHECK(by_event.created == 0);
+  CHECK(fixture.emulator.request("GET", "/api/v1/namespaces/default/configmaps/half").status == 404);
+  CHECK_FALSE(uid_in(fixture.emulator, "a").empty());
+  CHECK_FALSE(uid_in(fixture.emulator, "b").empty());
+  // Closed (with the whole of a new content): read and applied.
+  write_file(manifests / "batch.yaml", config_map("a", "v2"));
+  ReconcileSummary closed = fixture.resync(*reconciler);
+  CHECK(closed.updated == 1);
+  CHECK(closed.deleted == 1);
+}
+
+TEST_CASE("a 0-byte file or a FIFO where a manifest was keeps its objects; removing it prunes them") {
+  Fixture fixture;
+  const auto manifests = fixture.dir.path() / "manifests";
+  write_file(manifests / "emptied.yaml", config_map("emptied", "v1"));
+  write_file(manifests / "piped.yaml", config_map("piped", "v1"));
+  write_file(manifests / "keep.yaml", config_map("keep", "v1"));
+  auto reconciler = fixture.make();
+  REQUIRE(fixture.resync(*reconciler).created == 3);
+  write_file(manifests / "emptied.yaml", "");
+  std::filesystem::remove(manifests / "piped.yaml");
+  REQUIRE(::mkfifo((manifests / "piped.yaml").c_str(), 0600) == 0);
+  ReconcileSummary kept = fixture.resync(*reconciler);
+  CHECK(kept.deleted == 0);
+  CHECK(kept.succeeded());
+  CHECK_FALSE(uid_in(fixture.emulator, "emptied").empty());
+  CHECK_FALSE(uid_in(fixture.emulator, "piped").empty());
+  std::filesystem::remove(manifests / "emptied.yaml");
+  std::filesystem::remove(manifests / "piped.yaml");
+  ReconcileSummary removed = fixture.resync(*reconciler);
+  CHECK(removed.deleted == 2);
+  CHECK_FALSE(uid_in(fixture.emulator, "keep").empty());
 }
 
 }  // namespace states_reconciler_test

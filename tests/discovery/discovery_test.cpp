@@ -231,4 +231,71 @@ TEST_CASE("a kind that is not found refetches exactly once, so a new CRD resolve
   CHECK(emulator.count_requests("GET", "/api") == 0);
 }
 
+TEST_CASE("revalidate: a 304 when nothing changed, a CRD's new plural and scope as soon as they change",
+          "[discovery]") {
+  Emulator emulator;
+  TempDir cache;
+  Session session(emulator);
+  DiscoveryOptions options;
+  options.cache_dir = cache.path().string();
+  DiscoveryClient discovery(*session.client->transport, session.client->config.server, options);
+  REQUIRE(run_sync(session.io, discovery.load()).ok());
+  REQUIRE(emulator.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd).status ==
+          201);
+  // Known to this client from before the CRD: the cache is fresh, and it is not there.
+  CHECK(discovery.mapper().find({"example.com", "v1", "Widget"}) == nullptr);
+
+  // Unchanged: two conditional requests answered 304, nothing else.
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       std::chrono::steady_clock::now() < deadline;) {
+    REQUIRE(run_sync(session.io, discovery.revalidate()).ok());
+    if (discovery.mapper().find({"example.com", "v1", "Widget"}) != nullptr) {
+      break;  // (the emulator serves a CRD's kind once it is Established)
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const ApiResource* widgets = discovery.mapper().find({"example.com", "v1", "Widget"});
+  REQUIRE(widgets != nullptr);
+  CHECK(widgets->plural == "widgets");
+  CHECK(widgets->namespaced);
+  emulator.reset_request_log();
+  REQUIRE(run_sync(session.io, discovery.revalidate()).ok());
+  CHECK(discovery.stats().revalidated);
+  CHECK(discovery.stats().requests == 2);
+  CHECK(emulator.count_requests("GET", "/api") == 2);  // /api and /apis, with If-None-Match
+
+  // The CRD is replaced by one of another plural and scope (as an operator upgrade
+  // may): the next revalidation sees it, without a restart.
+  REQUIRE(emulator.request("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com")
+              .status == 200);
+  const std::string renamed = R"({
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "gizmos.example.com"},
+  "spec": {"group": "example.com", "scope": "Cluster",
+    "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Widget"},
+    "versions": [{"name": "v1", "served": true, "storage": true,
+      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})";
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       std::chrono::steady_clock::now() < deadline;) {
+    auto created = emulator.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", renamed);
+    if (created.status == 201) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the old one is still terminating
+  }
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       std::chrono::steady_clock::now() < deadline;) {
+    REQUIRE(run_sync(session.io, discovery.revalidate()).ok());
+    widgets = discovery.mapper().find({"example.com", "v1", "Widget"});
+    if (widgets != nullptr && widgets->plural == "gizmos") {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(widgets != nullptr);
+  CHECK(widgets->plural == "gizmos");
+  CHECK_FALSE(widgets->namespaced);
+  CHECK_FALSE(discovery.stats().revalidated);
+}
+
 }  // namespace discovery_test

@@ -953,8 +953,8 @@ TEST_CASE("a kind whose LIST is slow holds back only its own states: the others 
   write_file(dir / "objects.yaml", objects);
   // Every read of Secrets in `default` (the engine's one LIST of that pair) takes 3 s.
   cluster.emulator.set_faults(R"({"latencyMs":3000,"method":"GET","pathPrefix":"/api/v1/namespaces/default/secrets"})");
-  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", dir.string(), "--kubeconfig",
-                                          cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", dir.string(), "--applyset-name", "kstate",
+                                          "--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
                                           (cluster.work.path() / "cache").string()});
   auto started = std::chrono::steady_clock::now();
   bool quick_written_while_running = false;
@@ -994,8 +994,8 @@ TEST_CASE("live objects are read while the pending inventory entries are written
   // held at the server until released.
   cluster.emulator.set_faults(
       R"({"latencyMs":600000,"method":"PATCH","pathPrefix":"/api/v1/namespaces/kube-system/secrets/kstate"})");
-  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", dir.string(), "--kubeconfig",
-                                          cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", dir.string(), "--applyset-name", "kstate",
+                                          "--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
                                           (cluster.work.path() / "cache").string()});
   const std::string parent = "/api/v1/namespaces/kube-system/secrets/kstate";
   const std::string config_maps = "/api/v1/namespaces/default/configmaps";

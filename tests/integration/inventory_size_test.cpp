@@ -55,9 +55,10 @@ TEST_CASE("6000 objects are applied and recorded within the 1 MiB a Secret can h
   write_manifests(dir, namespaces);
   const std::string cache = (work.path() / "cache").string();
 
-  auto applied = kstate::testing::run_process(
-      {KSTATE_BINARY, "apply", dir.string(), "--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", cache,
-       "--output", "json", "--qps", "100000", "--burst", "100000"});  // the default 500/s would take 8 s
+  auto applied =
+      kstate::testing::run_process({KSTATE_BINARY, "apply", dir.string(), "--applyset-name", "kstate", "--kubeconfig",
+                                    emulator.kubeconfig_path().string(), "--cache-dir", cache, "--output", "json",
+                                    "--qps", "100000", "--burst", "100000"});  // the default 500/s would take 8 s
   INFO(applied.err.substr(0, 2000) << applied.out.substr(0, 2000));
   REQUIRE(applied.exit_code == 0);
 
@@ -80,9 +81,9 @@ TEST_CASE("6000 objects are applied and recorded within the 1 MiB a Secret can h
   auto items = json::parse(listed.body);
   REQUIRE(items.ok());
   CHECK(json::find(*items, "items")->Size() == static_cast<rapidjson::SizeType>(namespaces * per_namespace));
-  auto again = kstate::testing::run_process({KSTATE_BINARY, "apply", dir.string(), "--kubeconfig",
-                                             emulator.kubeconfig_path().string(), "--cache-dir", cache, "--qps",
-                                             "100000", "--burst", "100000"});
+  auto again = kstate::testing::run_process({KSTATE_BINARY, "apply", dir.string(), "--applyset-name", "kstate",
+                                             "--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", cache,
+                                             "--qps", "100000", "--burst", "100000"});
   CHECK(again.exit_code == 0);
   CHECK(again.out.find("changed=0") != std::string::npos);
 }
@@ -97,9 +98,10 @@ TEST_CASE("an inventory too large for its Secret is refused before anything is a
   write_manifests(dir, 70);
   emulator.reset_request_log();
 
-  auto applied = kstate::testing::run_process(
-      {KSTATE_BINARY, "apply", dir.string(), "--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir",
-       (work.path() / "cache").string(), "--qps", "100000", "--burst", "100000"});
+  auto applied =
+      kstate::testing::run_process({KSTATE_BINARY, "apply", dir.string(), "--applyset-name", "kstate", "--kubeconfig",
+                                    emulator.kubeconfig_path().string(), "--cache-dir",
+                                    (work.path() / "cache").string(), "--qps", "100000", "--burst", "100000"});
   CHECK(applied.exit_code == 2);
   const std::string output = applied.out + applied.err;
   INFO(output.substr(0, 3000));

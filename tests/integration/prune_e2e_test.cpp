@@ -32,7 +32,7 @@ struct Cluster {
   fs::path dir = work.path() / "manifests";
 
   ProcessResult apply(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv{KSTATE_BINARY, "apply", dir.string()};
+    std::vector<std::string> argv{KSTATE_BINARY, "apply", dir.string(), "--applyset-name", "kstate"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.end(),
                 {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
@@ -315,8 +315,9 @@ TEST_CASE("objects created by a kstate apply killed before it recorded them are 
   // the inventory is written at its end.
   cluster.emulator.set_faults(R"({"latencyMs":20})");
   cluster.emulator.reset_request_log();
-  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", cluster.dir.string(), "--prune", "--concurrency", "1",
-                                          "--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+  kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", cluster.dir.string(), "--prune", "--applyset-name",
+                                          "kstate", "--concurrency", "1", "--kubeconfig",
+                                          cluster.emulator.kubeconfig_path().string(), "--cache-dir",
                                           (cluster.work.path() / "cache").string()});
   int created = 0;
   for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);

@@ -52,6 +52,8 @@ struct Cluster {
     std::vector<std::string> argv{KSTATE_BINARY,
                                   "apply",
                                   (work.path() / "manifests").string(),
+                                  "--applyset-name",
+                                  "kstate",
                                   "--kubeconfig",
                                   emulator.kubeconfig_path().string(),
                                   "--cache-dir",
@@ -136,9 +138,9 @@ TEST_CASE("a re-apply reads each kind kstate owns once across namespaces, select
   CHECK(cluster.queries_of("/api/v1/namespaces/team-b/secrets/token").empty());
   UNSCOPED_INFO(cluster.emulator.request_log());
   CHECK(cluster.queries_of("/api/v1/namespaces/team-c/secrets/token").empty());
-  // The foreign ConfigMap was read: it is updated from red to blue, not "created".
+  // The foreign ConfigMap was read: it is adopted, red to blue, not "created".
   CHECK(first.out.find("-  color: red") != std::string::npos);
-  CHECK(occurrences(first.out, "Comment: updated") == 2);  // team-a and its ConfigMap one
+  CHECK(occurrences(first.out, "Comment: adopted") == 2);  // team-a and its ConfigMap one
   CHECK(occurrences(first.out, "Comment: created") == 10);
 
   cluster.emulator.reset_request_log();
@@ -253,7 +255,8 @@ const char* const team_d_config_map =
 const std::string default_account_path = "/api/v1/namespaces/team-d/serviceaccounts/default";
 
 ProcessResult run_kstate(Cluster& cluster, const std::string& command, std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{KSTATE_BINARY, command, (cluster.work.path() / "manifests").string()};
+  std::vector<std::string> argv{KSTATE_BINARY, command, (cluster.work.path() / "manifests").string(), "--applyset-name",
+                                "kstate"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.insert(argv.end(), {"--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
                            (cluster.work.path() / "cache").string(), "--state-output", "full"});
@@ -278,14 +281,14 @@ TEST_CASE("the `default` ServiceAccount declared in a new namespace, made by kub
   write_file(dir / "team-d.yaml",
              std::string(team_d_namespace) + "---\n" + default_account() + "---\n" + team_d_config_map);
 
-  SECTION("taken over (adopt, the default): read once the namespace exists, updated, not created") {
+  SECTION("taken over (adopt, the default): read once the namespace exists, adopted, not created") {
     auto first = cluster.apply();
     CHECK(first.exit_code == 0);
     CHECK(cluster.queries_of(default_account_path).size() == 1);
     CHECK(cluster.queries_of("/api/v1/namespaces/team-d/configmaps").empty());
     CHECK(cluster.queries_of("/api/v1/namespaces/team-d/configmaps/app").empty());
     CHECK(occurrences(first.out, "Comment: created") == 2);  // the Namespace and the ConfigMap
-    CHECK(occurrences(first.out, "Comment: updated") == 1);  // the ServiceAccount
+    CHECK(occurrences(first.out, "Comment: adopted") == 1);  // the ServiceAccount (the controller made it)
     CHECK(first.out.find("+  - name: registry") != std::string::npos);
     CHECK(cluster.label(default_account_path, part_of) != "");
   }
@@ -407,7 +410,8 @@ TEST_CASE("a first apply asks for each new Namespace by name without waiting for
   // out meanwhile: one round trip before the first write instead of two.
   cluster.emulator.set_faults(R"({"latencyMs":600000,"method":"GET","path":"/api/v1/namespaces"})");
   kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", (cluster.work.path() / "manifests").string(),
-                                          "--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                          "--applyset-name", "kstate", "--kubeconfig",
+                                          cluster.emulator.kubeconfig_path().string(), "--cache-dir",
                                           (cluster.work.path() / "cache").string()});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   const auto asked_for_each = [&cluster] {
@@ -463,7 +467,8 @@ TEST_CASE("a new Namespace is not created while kstate asks whether it exists") 
   // (empty) pairs would be read for nothing.
   cluster.emulator.set_faults(R"({"latencyMs":600000,"method":"GET","path":"/api/v1/namespaces/team-c"})");
   kstate::testing::BackgroundProcess run({KSTATE_BINARY, "apply", (cluster.work.path() / "manifests").string(),
-                                          "--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
+                                          "--applyset-name", "kstate", "--kubeconfig",
+                                          cluster.emulator.kubeconfig_path().string(), "--cache-dir",
                                           (cluster.work.path() / "cache").string()});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (cluster.emulator.count_delayed("GET", "/api/v1/namespaces/team-c") == 0 &&

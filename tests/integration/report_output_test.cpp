@@ -34,6 +34,9 @@ struct Cluster {
   std::vector<std::string> argv(const std::vector<std::string>& args) {
     std::vector<std::string> out{KSTATE_BINARY};
     out.insert(out.end(), args.begin(), args.end());
+    if (args.front() == "apply" || args.front() == "test") {
+      out.insert(out.end(), {"--applyset-name", "kstate"});  // (a one-shot run records into a named set only)
+    }
     out.insert(out.end(),
                {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
     return out;

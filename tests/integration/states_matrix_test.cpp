@@ -202,6 +202,9 @@ struct Cluster {
   ProcessResult kstate(const std::vector<std::string>& args) {
     std::vector<std::string> argv{KSTATE_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
+    if (args.front() == "apply" || args.front() == "test") {
+      argv.insert(argv.end(), {"--applyset-name", "kstate"});  // (a one-shot run records into a named set only)
+    }
     argv.insert(argv.end(),
                 {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
     return kstate::testing::run_process(argv);

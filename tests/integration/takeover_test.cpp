@@ -28,6 +28,9 @@ namespace {
 ProcessResult kstate(const Emulator& emulator, const TempDir& work, std::vector<std::string> args) {
   std::vector<std::string> argv{KSTATE_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
+  if (args.front() == "apply" || args.front() == "test") {
+    argv.insert(argv.end(), {"--applyset-name", "kstate"});  // (a one-shot run records into a named set only)
+  }
   // (full: the comments say whose fields were taken over)
   argv.insert(argv.end(), {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir",
                            (work.path() / "cache").string(), "--state-output", "full"});
@@ -134,7 +137,8 @@ data:
   emulator.reset_request_log();
   auto test = kstate(emulator, work, {"test", manifests.string()});
   CHECK(test.exit_code == 1);
-  CHECK(test.out.find("would be updated (taken over from kubectl-client-side-apply)") != std::string::npos);
+  // (kstate did not create it: an adoption, issue 35)
+  CHECK(test.out.find("would be adopted (taken over from kubectl-client-side-apply)") != std::string::npos);
   CHECK(test.out.find("-  three: \"3\"") != std::string::npos);
   CHECK(test.out.find(old_secret) == std::string::npos);
   CHECK(test.err.find(old_secret) == std::string::npos);
@@ -143,7 +147,7 @@ data:
 
   auto apply = kstate(emulator, work, {"apply", manifests.string(), "-o", "json"});
   CHECK(apply.exit_code == 0);
-  CHECK(apply.out.find("updated (taken over from kubectl-client-side-apply)") != std::string::npos);
+  CHECK(apply.out.find("adopted (taken over from kubectl-client-side-apply)") != std::string::npos);
   CHECK(apply.out.find(old_secret) == std::string::npos);
   CHECK(apply.err.find(old_secret) == std::string::npos);
 
@@ -209,7 +213,8 @@ TEST_CASE("an object real kubectl applied (client-side) is taken over: the key r
              "data:\n  one: \"1\"\n  two: \"22\"\n");
   auto apply = kstate(emulator, work, {"apply", (work.path() / "manifests").string()});
   CHECK(apply.exit_code == 0);
-  CHECK(apply.out.find("updated (taken over from kubectl-client-side-apply)") != std::string::npos);
+  // (kstate did not create it: an adoption, issue 35)
+  CHECK(apply.out.find("adopted (taken over from kubectl-client-side-apply)") != std::string::npos);
   json::Document taken = get(emulator, path);
   CHECK(json::dump(*json::find(taken, "data")) == R"({"one":"1","two":"22"})");
   CHECK(json::find_path(taken, {"metadata", "annotations", last_applied}) == nullptr);

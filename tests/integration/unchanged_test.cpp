@@ -87,6 +87,9 @@ int write_count(const Emulator& emulator) {
 ProcessResult kstate(const Emulator& emulator, const TempDir& work, std::vector<std::string> args) {
   std::vector<std::string> argv{KSTATE_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
+  if (args.front() == "apply" || args.front() == "test") {
+    argv.insert(argv.end(), {"--applyset-name", "kstate"});  // (a one-shot run records into a named set only)
+  }
   argv.insert(argv.end(),
               {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
   auto result = kstate::testing::run_process(argv);

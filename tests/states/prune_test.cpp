@@ -62,6 +62,15 @@ states::PruneInput baseline() {
   return input;
 }
 
+states::InventoryEntry& entry_of(states::PruneInput& input, const ObjectKey& key) {
+  for (auto& entry : input.inventory.entries) {
+    if (entry.key() == key)
+      return entry;
+  }
+  FAIL("not recorded: " << key.to_string());
+  throw std::logic_error("unreachable");
+}
+
 std::vector<std::string> deleted(const states::PruneDecision& decision) {
   std::vector<std::string> names;
   for (const auto& planned : decision.deletes)
@@ -174,7 +183,10 @@ TEST_CASE("each prune guard keeps what would otherwise be deleted", "[prune]") {
       {"live object not read", [](auto& in) { in.live.erase(old_cm); },
        without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::not_checked, "", false},
       {"already gone",
-       [](auto& in) { in.live[old_cm] = states::LiveObject{states::LiveState::not_found, "", {}, {}, "", ""}; },
+       [](auto& in) {
+         in.live[old_cm] = states::LiveObject{};
+         in.live[old_cm].state = states::LiveState::not_found;
+       },
        without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::already_gone, "", true},
       {"Namespace still holds a declared object", [](auto& in) { in.declared.insert(inner_cm); },
        without(baseline_deletes, {"0:ConfigMap/gone-ns/x", "2:Namespace/gone-ns"}), gone_ns,
@@ -188,10 +200,67 @@ TEST_CASE("each prune guard keeps what would otherwise be deleted", "[prune]") {
        KeepReason::still_has_members, "ConfigMap/gone-ns/x", false},
       {"Namespace holds objects outside the inventory",
        [](auto& in) {
-         in.containers_with_foreign_objects[gone_ns] = "ConfigMap/gone-ns/y, outside kstate's inventory";
+         in.containers_held[gone_ns] = {states::ContainerHold::Why::unmanaged_object, "ConfigMap/gone-ns/y"};
        },
-       without(baseline_deletes, {"2:Namespace/gone-ns"}), gone_ns, KeepReason::still_has_members,
-       "outside kstate's inventory", false},
+       without(baseline_deletes, {"2:Namespace/gone-ns"}), gone_ns, KeepReason::holds_unmanaged,
+       "ConfigMap/gone-ns/y, which kstate does not manage", false},
+      {"a Namespace's contents could not all be listed (403, a group answering 503)",
+       [](auto& in) {
+         in.containers_held[gone_ns] = {states::ContainerHold::Why::not_listed,
+                                        "its secrets could not be listed: Forbidden"};
+       },
+       without(baseline_deletes, {"2:Namespace/gone-ns"}), gone_ns, KeepReason::contents_unknown,
+       "secrets could not be listed", false},
+      {"a CRD whose custom resources could not be listed",
+       [](auto& in) {
+         in.containers_held[widget_crd] = {states::ContainerHold::Why::not_listed,
+                                           "its widgets (example.com/v1) could not be listed: 503"};
+       },
+       {"0:ConfigMap/gone-ns/x", "0:ConfigMap/web/old", "0:Widget.example.com/default/w1", "1:Namespace/gone-ns"},
+       widget_crd,
+       KeepReason::contents_unknown,
+       "widgets (example.com/v1)",
+       false},
+      {"a CRD holding a custom resource kstate does not manage",
+       [](auto& in) {
+         in.containers_held[widget_crd] = {states::ContainerHold::Why::unmanaged_object, "Widget/team/theirs"};
+       },
+       {"0:ConfigMap/gone-ns/x", "0:ConfigMap/web/old", "0:Widget.example.com/default/w1", "1:Namespace/gone-ns"},
+       widget_crd,
+       KeepReason::holds_unmanaged,
+       "Widget/team/theirs, which kstate does not manage",
+       false},
+      {"recorded by another writer, never declared by this one",
+       [](auto& in) { states::mark_inherited(entry_of(in, old_cm)); },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::inherited, "declared in dir/file.yaml",
+       false},
+      {"inherited, and gone: forgotten",
+       [](auto& in) {
+         states::mark_inherited(entry_of(in, old_cm));
+         in.live[old_cm].state = states::LiveState::not_found;
+       },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::already_gone, "", true},
+      {"its manifest file is being written",
+       [](auto& in) {
+         entry_of(in, old_cm).source = "dir/old.yaml";
+         in.sources_held["dir/old.yaml"] = "open for writing";
+       },
+       without(baseline_deletes, {"0:ConfigMap/web/old"}), old_cm, KeepReason::source_held,
+       "dir/old.yaml: open for writing", false},
+      {"a held file keeps the Namespace of its objects too",
+       [](auto& in) {
+         entry_of(in, inner_cm).source = "dir/ns.yaml";
+         in.sources_held["dir/ns.yaml"] = "empty (0 bytes)";
+       },
+       without(baseline_deletes, {"0:ConfigMap/gone-ns/x", "2:Namespace/gone-ns"}), inner_cm, KeepReason::source_held,
+       "empty (0 bytes)", false},
+      {"another writer reconciles the set",
+       [](auto& in) { in.guards.other_writer = true; },
+       {},
+       old_cm,
+       KeepReason::guard,
+       "another writer",
+       false},
       {"CRD still has a custom resource with another UID",
        [](auto& in) { in.live[widget].uid = "recreated"; },
        {"0:ConfigMap/gone-ns/x", "0:ConfigMap/web/old", "1:Namespace/gone-ns"},
@@ -257,6 +326,30 @@ TEST_CASE("live objects are read from their JSON", "[prune]") {
   CHECK(live.annotations.at("kstate.io/prune") == "disabled");
   CHECK(live.defines_group == "example.com");
   CHECK(live.defines_kind == "Widget");
+  CHECK(live.defines_plural == "widgets");
+  CHECK(live.defines_namespaced);  // (no scope: the API server's default)
+  CHECK(live.served_versions.empty());
+}
+
+TEST_CASE("a live CRD says how to list its custom resources: plural, scope, served versions", "[prune]") {
+  auto object = json::parse(R"({"kind":"CustomResourceDefinition","metadata":{"name":"gizmos.example.com","uid":"u"},
+    "spec":{"group":"example.com","scope":"Cluster","names":{"kind":"Gizmo","plural":"gizmos"},
+    "versions":[{"name":"v1","served":true},{"name":"v1beta1","served":false},{"name":"v2","served":true}]}})");
+  REQUIRE(object.ok());
+  const states::LiveObject live = states::live_object_from_json(*object);
+  CHECK(live.defines_plural == "gizmos");
+  CHECK_FALSE(live.defines_namespaced);
+  CHECK(live.served_versions == std::vector<std::string>{"v1", "v2"});
+}
+
+TEST_CASE("an inherited entry keeps where it was declared, and is marked once", "[prune]") {
+  states::InventoryEntry entry{"", "v1", "ConfigMap", "ns", "a", "u1", "/etc/kstate/manifests/a.yaml"};
+  CHECK_FALSE(states::is_inherited(entry));
+  states::mark_inherited(entry);
+  CHECK(states::is_inherited(entry));
+  CHECK(entry.source == "inherited:/etc/kstate/manifests/a.yaml");
+  states::mark_inherited(entry);
+  CHECK(entry.source == "inherited:/etc/kstate/manifests/a.yaml");
 }
 
 TEST_CASE("randomized cycles never delete what prune must not touch", "[prune][randomized]") {
@@ -310,8 +403,20 @@ TEST_CASE("randomized cycles never delete what prune must not touch", "[prune][r
       }
       input.live[key] = live;
     }
+    input.guards.other_writer = chance(5);
     if (chance(20))
-      input.containers_with_foreign_objects[pool[0]] = "";
+      input.containers_held[pool[0]] = {
+          chance(50) ? states::ContainerHold::Why::unmanaged_object : states::ContainerHold::Why::not_listed, ""};
+    if (chance(20))
+      input.containers_held[widget_crd] = {states::ContainerHold::Why::not_listed, ""};
+    for (auto& entry : input.inventory.entries) {
+      if (chance(10))
+        states::mark_inherited(entry);
+      else if (chance(10))
+        entry.source = "held.yaml";
+    }
+    if (chance(50))
+      input.sources_held["held.yaml"] = "open for writing";
     std::sort(input.inventory.entries.begin(), input.inventory.entries.end(),
               [](const auto& a, const auto& b) { return a.key() < b.key(); });
 
@@ -335,6 +440,8 @@ TEST_CASE("randomized cycles never delete what prune must not touch", "[prune][r
       CHECK(live.labels.count("app.kubernetes.io/managed-by") == 1);
       CHECK(live.labels.count("applyset.kubernetes.io/part-of") == 1);
       CHECK(live.annotations.count("kstate.io/prune") == 0);
+      CHECK_FALSE(states::is_inherited(*recorded));
+      CHECK(input.sources_held.count(recorded->source) == 0);
       CHECK(planned.wave >= previous_wave);
       previous_wave = planned.wave;
     }
@@ -345,7 +452,7 @@ TEST_CASE("randomized cycles never delete what prune must not touch", "[prune][r
       const ObjectKey container = planned.entry.key();
       if (container.kind != "Namespace" && container != widget_crd)
         continue;
-      CHECK(input.containers_with_foreign_objects.count(container) == 0);
+      CHECK(input.containers_held.count(container) == 0);
       const auto holds = [&](const ObjectKey& other) {
         return container.kind == "Namespace" ? other.ns == container.name : other.kind == "Widget";
       };

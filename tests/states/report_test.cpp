@@ -274,7 +274,7 @@ TEST_CASE("concise test report: each pending change with its diff, nothing for t
     report.results.push_back(make(("same-" + std::to_string(i)).c_str(), true, "already good"));
   }
   auto configured = make("changed", std::nullopt, "would be updated", "@@ -1 +1 @@\n-replicas: 1\n+replicas: 2\n");
-  configured.change = states::Change::configured;
+  configured.change = states::Change::updated;
   report.results.push_back(std::move(configured));
   std::ostringstream out;
   states::write_text(out, report);

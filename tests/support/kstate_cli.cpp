@@ -9,6 +9,12 @@ namespace kstate::testing {
 ProcessResult KstateCluster::kstate(const std::vector<std::string>& args) {
   std::vector<std::string> argv{KSTATE_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
+  // These tests use the ApplySet kube-system/kstate (kstate apply records into a set,
+  // and may prune, only when it is named).
+  if ((args.front() == "apply" || args.front() == "test") &&
+      std::find(args.begin(), args.end(), "--applyset-name") == args.end()) {
+    argv.insert(argv.end(), {"--applyset-name", "kstate"});
+  }
   argv.insert(argv.end(),
               {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
   const bool reports = !args.empty() && (args.front() == "apply" || args.front() == "test" || args.front() == "diff");
