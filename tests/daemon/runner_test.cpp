@@ -345,7 +345,7 @@ TEST_CASE("runner: a full reconcile that finds the folder changed within prune-d
   daemon.config.prune_delay = 200ms;                      // the limit: 3 s
   daemon.reconciler.find_folder_busy_in_next_full(1000);  // every full asked to wait for quiet finds it busy
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());  // (start() read READY=1)
   const auto ready_at = std::chrono::steady_clock::now();
   // Full reconciles a prune-delay apart, then one told to prune now at the limit.
   const auto prunes_now = [&] {
@@ -380,7 +380,7 @@ TEST_CASE("runner: another writer of the ApplySet turns /readyz 503 with the rea
   daemon.config.retry_interval = 300ms;
   daemon.reconciler.find_other_writer_in_next(2);  // the start-up reconcile and the first retry
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_for("STATUS="));  // the first reconcile's (start() read READY=1)
   auto readyz = kstate::testing::http_get(daemon.runner->http_port(), "/readyz");
   CHECK(readyz.status == 503);
   CHECK(readyz.body.find("ApplySet kube-system/kstate is reconciled by another writer (daemon "
@@ -402,7 +402,7 @@ TEST_CASE("runner: a manifest file changed moments ago is read again by a full r
   daemon.config.prune_delay = 100ms;
   daemon.reconciler.find_settling_file_in_next_full(1);
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());  // (start() read READY=1)
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") == 2; }, 5000ms));
   const auto calls = daemon.reconciler.calls();
   CHECK(calls[1].started - calls[0].started >= 1900ms);  // max(prune-delay, the 2 s settle window)
