@@ -24,18 +24,18 @@
 namespace kstate::cli {
 namespace {
 
-// A Go-style duration flag (daemon/duration.hpp) of at least `minimum`.
-void add_duration_option(CLI::App& app, const std::string& name, kstate::daemon::Duration& value,
-                         kstate::daemon::Duration minimum, const std::string& description) {
+// A Go-style duration flag (core/duration.hpp) of at least `minimum`.
+void add_duration_option(CLI::App& app, const std::string& name, kstate::Duration& value, kstate::Duration minimum,
+                         const std::string& description) {
   app.add_option_function<std::string>(
-         name, [&value](const std::string& text) { value = kstate::daemon::parse_duration(text).value(); }, description)
+         name, [&value](const std::string& text) { value = kstate::parse_duration(text).value(); }, description)
       ->check(CLI::Validator(
           [minimum](std::string& text) -> std::string {
-            auto parsed = kstate::daemon::parse_duration(text);
+            auto parsed = kstate::parse_duration(text);
             if (!parsed) {
               return parsed.error().message;
             }
-            return *parsed < minimum ? "must be at least " + kstate::daemon::format_duration(minimum) : "";
+            return *parsed < minimum ? "must be at least " + kstate::format_duration(minimum) : "";
           },
           "DURATION"));
 }

@@ -20,8 +20,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/duration.hpp"
 #include "core/encoding.hpp"
+#include "core/strings.hpp"
 #include "manifests/cluster_scope.hpp"
+#include "manifests/file_names.hpp"
 #include "manifests/object_validation.hpp"
 
 namespace kstate::manifests {
@@ -111,17 +114,6 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string_vi
   return match.empty() ? std::string() : " (did you mean \"" + match + "\"?)";
 }
 
-std::string join(const std::vector<std::string_view>& words) {
-  std::string out;
-  for (auto word : words) {
-    if (!out.empty()) {
-      out += ", ";
-    }
-    out += word;
-  }
-  return out;
-}
-
 std::string_view view(const json::Value& value) {
   return {value.GetString(), value.GetStringLength()};
 }
@@ -145,43 +137,8 @@ const char* type_name(const json::Value& value) {
   return "value";
 }
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
-std::string trim(std::string_view text) {
-  std::size_t begin = text.find_first_not_of(" \t\r\n");
-  if (begin == std::string_view::npos) {
-    return {};
-  }
-  std::size_t end = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(begin, end - begin + 1));
-}
-
 // ---------------------------------------------------------------------------------
 // Directory walk
-
-bool has_manifest_extension(std::string_view name) {
-  return ends_with(name, ".yaml") || ends_with(name, ".yml") || ends_with(name, ".json");
-}
-
-// Dotfiles (including ConfigMap-volume internals) and editor leftovers.
-bool is_skipped_name(std::string_view name) {
-  if (name.empty() || name[0] == '.') {
-    return true;
-  }
-  if (name.back() == '~' || ends_with(name, ".swp") || ends_with(name, ".swo") || ends_with(name, ".swx")) {
-    return true;
-  }
-  if (name.size() >= 2 && name.front() == '#' && name.back() == '#') {
-    return true;
-  }
-  return name == "4913";  // vim's write-permission probe
-}
 
 // A file found by the walk, with its lstat and the stat of what it names (its
 // identity, device and inode, is the latter's).
@@ -487,7 +444,7 @@ class Loader {
                    const IncludeContext* include, json::Document* owner = nullptr) {
     std::string_view kind = json::get_string(object, "kind").value_or("");
     const json::Value* items = json::find(object, "items");
-    if (kind == "List" || (ends_with(kind, "List") && items != nullptr && items->IsArray())) {
+    if (kind == "List" || (kind.ends_with("List") && items != nullptr && items->IsArray())) {
       if (items == nullptr || !items->IsArray()) {
         error(path, at.key_position("items"), {}, "kind List needs an `items` list");
         return;
@@ -506,7 +463,7 @@ class Loader {
       return;
     }
     std::string_view api_version = json::get_string(object, "apiVersion").value_or("");
-    if (starts_with(api_version, "kustomize.config.k8s.io/")) {
+    if (api_version.starts_with("kustomize.config.k8s.io/")) {
       error(path, at.position(), {}, kustomize_message(std::string(api_version) + " " + std::string(kind)));
       return;
     }
@@ -573,7 +530,7 @@ class Loader {
     };
     auto value_of = [&](std::string_view key) -> std::optional<std::string> {
       auto value = json::get_string(*annotations, key);
-      return value ? std::optional<std::string>(trim(*value)) : std::nullopt;
+      return value ? std::optional<std::string>(strings::trim(*value)) : std::nullopt;
     };
     if (auto value = value_of(kStateAnnotation); value && function_from_annotation) {
       if (*value == "present") {
@@ -640,7 +597,7 @@ class Loader {
       std::string_view list = *value;
       while (!list.empty()) {
         std::size_t comma = list.find(',');
-        std::string item = trim(list.substr(0, comma));
+        std::string item(strings::trim(list.substr(0, comma)));
         if (!item.empty()) {
           state.require.push_back(std::move(item));
         }
@@ -737,7 +694,7 @@ class Loader {
       if (std::find(allowed.begin(), allowed.end(), argument.name) == allowed.end()) {
         error(path, argument.key_at, id,
               "unknown argument \"" + std::string(argument.name) + "\" for " + to_string(*function) +
-                  did_you_mean(argument.name, allowed) + "; accepted: " + join(allowed));
+                  did_you_mean(argument.name, allowed) + "; accepted: " + strings::join(allowed, ", "));
         ok = false;
         continue;
       }
@@ -849,49 +806,29 @@ class Loader {
     return true;
   }
 
-  // "30", "30s", "5m", "1h30m", "500ms" -> seconds.
+  // A wait's sleep or timeout: a number of seconds (30, "30", 2.5), or a Go duration
+  // ("30s", "5m", "1h30m", "500ms") read by the same rule as the daemon's config.
   static bool parse_duration(const json::Value& value, double& seconds) {
     if (value.IsNumber()) {
       seconds = value.GetDouble();
       return seconds >= 0;
     }
-    if (!value.IsString()) {
+    if (!value.IsString() || value.GetStringLength() == 0) {
       return false;
     }
     std::string_view text = view(value);
-    if (text.empty()) {
+    if (text.find_first_not_of("0123456789.") == std::string_view::npos) {
+      char* end = nullptr;
+      const std::string number(text);
+      seconds = std::strtod(number.c_str(), &end);
+      return end == number.c_str() + number.size() && std::isfinite(seconds);
+    }
+    auto duration = kstate::parse_duration(text);
+    if (!duration) {
       return false;
     }
-    double total = 0;
-    while (!text.empty()) {
-      std::size_t digits = 0;
-      while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) {
-        ++digits;
-      }
-      if (digits == 0) {
-        return false;
-      }
-      double number = std::strtod(std::string(text.substr(0, digits)).c_str(), nullptr);
-      text.remove_prefix(digits);
-      double unit = 1;
-      if (starts_with(text, "ms")) {
-        unit = 0.001;
-        text.remove_prefix(2);
-      } else if (starts_with(text, "s")) {
-        text.remove_prefix(1);
-      } else if (starts_with(text, "m")) {
-        unit = 60;
-        text.remove_prefix(1);
-      } else if (starts_with(text, "h")) {
-        unit = 3600;
-        text.remove_prefix(1);
-      } else if (!text.empty()) {
-        return false;
-      }
-      total += number * unit;
-    }
-    seconds = total;
-    return std::isfinite(total);
+    seconds = std::chrono::duration<double>(*duration).count();
+    return true;
   }
 
   static bool parse_wait(const json::Value& value, Wait& wait, std::string& message) {

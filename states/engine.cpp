@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 
+#include "core/crd.hpp"
 #include "states/adoption.hpp"
 #include "states/applyset.hpp"
 #include "states/compare.hpp"
@@ -27,6 +28,7 @@
 #include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
 #include "states/schema_validation.hpp"
+#include "states/state_id_label.hpp"
 #include "states/takeover.hpp"
 
 namespace kstate::states {
@@ -37,8 +39,6 @@ using manifests::Function;
 using manifests::State;
 using manifests::Strategy;
 
-// Label that finds the object a generateName state created in an earlier run.
-constexpr const char* state_id_label = "kstate.io/state-id";
 constexpr int replace_conflict_retries = 5;
 constexpr int apply_conflict_attempts = 8;
 // How long a state whose kind discovery still lists after its path answered 404 waits
@@ -103,10 +103,6 @@ std::string short_hash(std::string_view text) {
 
 // What a state sees of an object that does not exist.
 const json::Value absent_object;
-
-bool is_crd(const GroupVersionKind& gvk) {
-  return gvk.group == "apiextensions.k8s.io" && gvk.kind == "CustomResourceDefinition";
-}
 
 }  // namespace
 

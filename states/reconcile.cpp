@@ -16,8 +16,11 @@
 #include <optional>
 #include <tuple>
 
+#include "core/crd.hpp"
+#include "core/strings.hpp"
 #include "states/inventory.hpp"
 #include "states/prune.hpp"
+#include "states/state_id_label.hpp"
 
 namespace kstate::states {
 
@@ -33,14 +36,6 @@ struct CycleStart::Parent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string out;
-  for (const auto& part : parts) {
-    out += (out.empty() ? "" : std::string(separator)) + part;
-  }
-  return out;
-}
 
 // Named lvalues for every coroutine argument (GCC 12 mis-destroys temporaries bound
 // to coroutine parameters).
@@ -116,7 +111,6 @@ StateResult prune_result(const InventoryEntry& entry) {
 // Pending entries of generateName states are named "<marker><prefix>" (':' cannot
 // occur in an object name); the engine labels the objects such states create.
 constexpr std::string_view generate_name_marker = "generateName:";
-constexpr std::string_view state_id_label_key = "kstate.io/state-id";
 
 std::string label_of(const json::Value& object, const std::string& key) {
   return std::string(json::string_or(json::find_path(object, {"metadata", "labels", key}), ""));
@@ -124,9 +118,6 @@ std::string label_of(const json::Value& object, const std::string& key) {
 
 bool is_namespace_kind(const std::string& group, const std::string& kind) {
   return group.empty() && kind == "Namespace";
-}
-bool is_crd_kind(const std::string& group, const std::string& kind) {
-  return group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition";
 }
 
 // Objects the cluster itself keeps in every namespace or derives from others: they
@@ -193,7 +184,7 @@ asio::awaitable<std::map<ObjectKey, ContainerHold>> containers_held(DynamicClien
     }
     if (is_namespace_kind(entry.group, entry.kind)) {
       namespaces.push_back(&entry);
-    } else if (is_crd_kind(entry.group, entry.kind)) {
+    } else if (is_crd(entry.group, entry.kind)) {
       crds.push_back(&entry);
     }
   }
@@ -259,7 +250,8 @@ asio::awaitable<std::map<ObjectKey, ContainerHold>> containers_held(DynamicClien
     unknowable = "API discovery could not be revalidated (" + revalidated.error().describe() +
                  "), so the kinds it may hold are not known";
   } else if (auto unavailable = resolver.unavailable_group_versions(); !unavailable.empty()) {
-    unknowable = "API discovery lacks " + join(unavailable, "; ") + ", so the kinds it may hold are not all known";
+    unknowable =
+        "API discovery lacks " + strings::join(unavailable, "; ") + ", so the kinds it may hold are not all known";
   }
   auto resources = co_await resolver.resources();
   if (!unknowable && !resources.ok()) {
@@ -435,7 +427,7 @@ asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resol
         bool found_any = false;
         for (const auto& [name, item] : by_name) {
           ObjectKey key{entry.group, entry.kind, ns, name};
-          if (name.starts_with(prefix) && !label_of(*item, std::string(state_id_label_key)).empty() &&
+          if (name.starts_with(prefix) && !label_of(*item, std::string(state_id_label)).empty() &&
               label_of(*item, std::string(managed_by_label)) == managed_by_value && inventory.find(key) == nullptr &&
               declared.count(key) == 0) {
             InventoryEntry created = entry;
@@ -901,7 +893,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     PruneDecision decision = decide_prune(input);
     loaded.inventory = std::move(input.inventory);
     if (!decision.held_back_by.empty()) {
-      report.notes.push_back("prune held back: " + join(decision.held_back_by, "; "));
+      report.notes.push_back("prune held back: " + strings::join(decision.held_back_by, "; "));
     }
     for (const KeptEntry& kept : decision.kept) {
       switch (kept.reason) {

@@ -54,7 +54,7 @@ struct Fixture {
   boost::asio::io_context io;
   // The wall clock the reconciler sees: the real one plus `ahead`.
   std::chrono::seconds ahead{0};
-  kstate::daemon::Duration prune_delay = 2s;
+  kstate::Duration prune_delay = 2s;
 
   std::unique_ptr<StatesReconciler> make() {
     kstate::daemon::DaemonConfig config;
@@ -247,7 +247,7 @@ TEST_CASE("a file change that takes an object out of the manifests leaves its pr
     CHECK_FALSE(uid_of("one").empty());
   }
   SECTION("prune-delay 0: the change's own reconcile prunes it") {
-    fixture.prune_delay = kstate::daemon::Duration::zero();
+    fixture.prune_delay = kstate::Duration::zero();
     auto reconciler = fixture.make();
     REQUIRE(fixture.resync(*reconciler).created == 2);
     std::filesystem::remove(manifests / "two.yaml");

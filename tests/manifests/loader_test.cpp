@@ -754,6 +754,31 @@ metadata: {name: no-api-version}
   CHECK(result.states[1].wait.sleep_seconds == 0.5);
 }
 
+TEST_CASE("A wait's sleep and timeout read seconds or Go durations, by the daemon config's rule", "[loader][states]") {
+  LoadResult result = load_text(R"(go-durations:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: g}}
+    wait: {timeout: 1h30m, sleep: 1.5s}
+seconds-as-text:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: s}}
+    wait: {timeout: "45", sleep: "0.25"}
+minutes-then-bare-number:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: m}}
+    wait: {timeout: 1m30}
+)",
+                                "durations.yaml");
+  REQUIRE(messages(result).size() == 1);
+  CHECK_THAT(messages(result)[0], Catch::Contains("minutes-then-bare-number: wait:") &&
+                                      Catch::Contains("timeout must be seconds or a duration"));
+  REQUIRE(ids(result) == std::vector<std::string>{"go-durations", "seconds-as-text"});
+  CHECK(result.states[0].wait.timeout_seconds == 5400);
+  CHECK(result.states[0].wait.sleep_seconds == 1.5);
+  CHECK(result.states[1].wait.timeout_seconds == 45);
+  CHECK(result.states[1].wait.sleep_seconds == 0.25);
+}
+
 TEST_CASE("A file that is not UTF-8 fails alone, with the position of the bad byte", "[loader]") {
   LoadResult result = load_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caf\xe9\n", "latin1.yaml");
   CHECK(messages(result) ==
