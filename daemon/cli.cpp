@@ -136,7 +136,6 @@ int print_version(const Invocation& /*invocation*/, std::ostream& out, std::ostr
       << "  yaml-cpp " << build_info::yaml_cpp_version << "\n"
       << "  spdlog " << SPDLOG_VER_MAJOR << "." << SPDLOG_VER_MINOR << "." << SPDLOG_VER_PATCH << "\n"
       << "  cli11 " << CLI11_VERSION << "\n"
-      << "  libsystemd " << build_info::systemd_version << "\n"
       << "  dtl " << build_info::dtl_version << "\n";
   return exit_ok;
 }
