@@ -1176,18 +1176,6 @@ struct BackgroundLoad::Shared {
   std::atomic<std::size_t> next_file{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
-  std::atomic<std::size_t> threads_loading{0};
-  std::mutex wake_mutex;
-  std::function<void()> wake;  // finish()'s, called when the last thread is done
-
-  void thread_done() {
-    if (--threads_loading == 0) {
-      std::lock_guard lock(wake_mutex);
-      if (wake) {
-        wake();
-      }
-    }
-  }
 
   void load_some() {
     try {
@@ -1202,8 +1190,7 @@ struct BackgroundLoad::Shared {
   }
 };
 
-BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads,
-                               const std::function<void()>& on_thread_start)
+BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads)
     : shared_(std::make_shared<Shared>()) {
   shared_->options = options;
   if (shared_->options.quotable_paths.empty()) {
@@ -1212,15 +1199,8 @@ BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const Load
   shared_->files = list_manifest_files(paths, shared_->walk_errors);
   shared_->per_file.resize(shared_->files.size());
   std::size_t count = std::min(static_cast<std::size_t>(std::max(threads, 0)), shared_->files.size());
-  shared_->threads_loading = count;
   for (std::size_t t = 0; t < count; ++t) {
-    threads_.emplace_back([shared = shared_, on_thread_start] {
-      if (on_thread_start) {
-        on_thread_start();
-      }
-      shared->load_some();
-      shared->thread_done();
-    });
+    threads_.emplace_back([shared = shared_] { shared->load_some(); });
   }
 }
 
@@ -1233,17 +1213,7 @@ BackgroundLoad::~BackgroundLoad() {
   }
 }
 
-LoadResult BackgroundLoad::finish(const std::function<bool()>& instead, const std::function<void()>& wake) {
-  {
-    std::lock_guard lock(shared_->wake_mutex);
-    shared_->wake = wake;
-  }
-  while (instead && shared_->threads_loading > 0 && instead()) {
-  }
-  {
-    std::lock_guard lock(shared_->wake_mutex);
-    shared_->wake = nullptr;
-  }
+LoadResult BackgroundLoad::finish() {
   shared_->load_some();
   for (auto& thread : threads_) {
     thread.join();
