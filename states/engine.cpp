@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -18,6 +17,7 @@
 #include <set>
 
 #include "core/crd.hpp"
+#include "core/signal.hpp"
 #include "states/adoption.hpp"
 #include "states/applyset.hpp"
 #include "states/compare.hpp"
@@ -151,8 +151,8 @@ struct Engine::Impl {
     enum class Phase { unread, reading, read };
     Phase phase = Phase::unread;
     std::map<std::string, const json::Value*, std::less<>> objects;
-    // States of the pair wait on it while its read is in flight; cancelled when it ends.
-    std::unique_ptr<asio::steady_timer> read_done;
+    // States of the pair wait on it while its read is in flight; notified when it ends.
+    std::unique_ptr<Signal> read_done;
   };
 
   DynamicClient& client;
@@ -193,8 +193,8 @@ struct Engine::Impl {
     std::size_t slot = 0;  // the Namespace's state
     bool started = false;
     bool done = false;
-    bool absent = false;                           // only when the GET said 404
-    std::unique_ptr<asio::steady_timer> finished;  // cancelled when done
+    bool absent = false;               // only when the GET said 404
+    std::unique_ptr<Signal> finished;  // notified when done
   };
   std::optional<ApiResource> namespaces_resource;                       // set when a Namespace is declared
   std::map<std::string, NamespaceCheck, std::less<>> namespace_checks;  // by declared name
@@ -203,8 +203,8 @@ struct Engine::Impl {
   bool namespaces_read_started = false;
   bool prefetch_running = false;
   bool preparing = false;  // prepare_ahead() is running (it refers to this Impl)
-  std::unique_ptr<asio::steady_timer> prepared_all;
-  std::unique_ptr<asio::steady_timer> prefetch_done;
+  std::unique_ptr<Signal> prepared_all;
+  std::unique_ptr<Signal> prefetch_done;
   // Test mode: Namespaces and CRD kinds that would only be created by this run.
   std::set<std::string> pending_namespaces;
   // Namespaces this run created: kube-controller-manager makes its objects in them a
@@ -223,7 +223,7 @@ struct Engine::Impl {
   // path the server does not serve; the others wait for that read.
   bool rediscovery_started = false;
   std::optional<Status> rediscovery;
-  std::unique_ptr<asio::steady_timer> rediscovery_done;
+  std::unique_ptr<Signal> rediscovery_done;
   // Warning texts already logged by this run (each is logged once per run).
   std::set<std::string, std::less<>> logged_warnings;
   bool discovery_stale = false;  // a request found a path discovery listed not served (served())
@@ -235,7 +235,7 @@ struct Engine::Impl {
   // crd_of_kind: the LIST of CustomResourceDefinitions, once per run.
   bool crd_list_started = false;
   std::optional<Result<json::Document>> crd_list;
-  std::unique_ptr<asio::steady_timer> crd_list_done;
+  std::unique_ptr<Signal> crd_list_done;
 
   Impl(DynamicClient& c, KindResolver& r, const EngineOptions& o, std::vector<State>& s)
       : client(c), resolver(r), options(o), states(s), slots(s.size()) {}
@@ -478,7 +478,7 @@ struct Engine::Impl {
     }
     set.phase = read_ok ? LiveSet::Phase::read : LiveSet::Phase::unread;
     if (set.read_done) {
-      set.read_done->cancel();
+      set.read_done->notify();
     }
   }
 
@@ -505,12 +505,10 @@ struct Engine::Impl {
       co_return;
     }
     if (!check.finished) {
-      check.finished = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                            asio::steady_timer::time_point::max());
+      check.finished = std::make_unique<Signal>(co_await asio::this_coro::executor);
     }
     while (!check.done) {
-      boost::system::error_code ignored;
-      co_await check.finished->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await check.finished->wait();
     }
   }
 
@@ -565,7 +563,7 @@ struct Engine::Impl {
       ~MarkDone() {
         state.done = true;
         if (state.finished) {
-          state.finished->cancel();
+          state.finished->notify();
         }
       }
     } mark_done{state};
@@ -581,12 +579,10 @@ struct Engine::Impl {
       co_return;
     }
     if (!set.read_done) {
-      set.read_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                           asio::steady_timer::time_point::max());
+      set.read_done = std::make_unique<Signal>(co_await asio::this_coro::executor);
     }
     while (set.phase == LiveSet::Phase::reading) {
-      boost::system::error_code ignored;
-      co_await set.read_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await set.read_done->wait();
     }
   }
 
@@ -715,12 +711,11 @@ struct Engine::Impl {
   // The reads and the preparation started by Engine::start have ended (their
   // coroutines refer to this Impl).
   asio::awaitable<void> background_finished() {
-    boost::system::error_code ignored;
     while (prefetch_running) {
-      co_await prefetch_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await prefetch_done->wait();
     }
     while (preparing) {
-      co_await prepared_all->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await prepared_all->wait();
     }
   }
 
@@ -805,7 +800,7 @@ struct Engine::Impl {
     auto executor = co_await asio::this_coro::executor;
     std::size_t next = 0;
     std::size_t running = 0;
-    asio::steady_timer all_done(executor, asio::steady_timer::time_point::max());
+    Signal all_done(executor);
     std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
     for (std::size_t w = 0; w < workers; ++w) {
       ++running;
@@ -818,13 +813,12 @@ struct Engine::Impl {
           },
           [&](std::exception_ptr) {
             if (--running == 0) {
-              all_done.cancel();
+              all_done.notify();
             }
           });
     }
-    if (running > 0) {
-      boost::system::error_code ignored;
-      co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    while (running > 0) {
+      co_await all_done.wait();
     }
   }
 
@@ -866,10 +860,9 @@ struct Engine::Impl {
     }
     std::size_t finished = 0;
     std::size_t running = 0;
-    // Expires never; cancel() wakes every idle worker (its expiry is never reset, so
-    // waiting workers do not cancel each other).
-    asio::steady_timer wakeup(executor, asio::steady_timer::time_point::max());
-    asio::steady_timer all_done(executor, asio::steady_timer::time_point::max());
+    // Wakes every idle worker when a node completes (its dependents may be ready).
+    Signal wakeup(executor);
+    Signal all_done(executor);
     auto complete = [&](std::size_t node) {
       ++finished;
       for (std::size_t dependent : plan.dependents[node]) {
@@ -877,7 +870,7 @@ struct Engine::Impl {
           ready.push_back(dependent);
         }
       }
-      wakeup.cancel();
+      wakeup.notify();
     };
     std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
     for (std::size_t w = 0; w < workers; ++w) {
@@ -887,8 +880,7 @@ struct Engine::Impl {
           [&]() -> asio::awaitable<void> {
             while (finished < count) {
               if (ready.empty()) {
-                boost::system::error_code ignored;
-                co_await wakeup.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+                co_await wakeup.wait();
                 continue;
               }
               std::size_t node = ready.front();
@@ -904,13 +896,12 @@ struct Engine::Impl {
               spdlog::error("internal error in the states engine");
             }
             if (--running == 0) {
-              all_done.cancel();
+              all_done.notify();
             }
           });
     }
-    if (running > 0) {
-      boost::system::error_code ignored;
-      co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    while (running > 0) {
+      co_await all_done.wait();
     }
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i].selected && !slots[i].done) {
@@ -1050,16 +1041,14 @@ struct Engine::Impl {
         crd_list = Error(ErrorKind::internal, failure.what());  // the waiters must not wait forever
       }
       if (crd_list_done) {
-        crd_list_done->cancel();
+        crd_list_done->notify();
       }
     }
     while (!crd_list) {
       if (!crd_list_done) {
-        crd_list_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                             asio::steady_timer::time_point::max());
+        crd_list_done = std::make_unique<Signal>(co_await asio::this_coro::executor);
       }
-      boost::system::error_code ignored;
-      co_await crd_list_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await crd_list_done->wait();
     }
     if (!crd_list->ok()) {
       co_return crd_list->error();
@@ -1809,16 +1798,14 @@ struct Engine::Impl {
         rediscovery = Status(Error(ErrorKind::internal, failure.what()));  // the waiters must not wait forever
       }
       if (rediscovery_done) {
-        rediscovery_done->cancel();
+        rediscovery_done->notify();
       }
     }
     while (!rediscovery) {
       if (!rediscovery_done) {
-        rediscovery_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                                asio::steady_timer::time_point::max());
+        rediscovery_done = std::make_unique<Signal>(co_await asio::this_coro::executor);
       }
-      boost::system::error_code ignored;
-      co_await rediscovery_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await rediscovery_done->wait();
     }
     if (!rediscovery->ok()) {
       fail(index, refused.describe() + " (reading discovery again failed: " + rediscovery->error().describe() + ")");
@@ -2475,23 +2462,23 @@ asio::awaitable<void> Engine::start(std::vector<manifests::State>& states) {
   auto executor = co_await asio::this_coro::executor;
   impl.plan_prefetch(**impl.planned);
   impl.prefetch_running = true;
-  impl.prefetch_done = std::make_unique<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+  impl.prefetch_done = std::make_unique<Signal>(executor);
   asio::co_spawn(executor, impl.prefetch(), [&impl](std::exception_ptr failure) {
     if (failure) {
       spdlog::error("internal error while reading live objects");
     }
     impl.prefetch_running = false;
-    impl.prefetch_done->cancel();
+    impl.prefetch_done->notify();
   });
   if (options_.prepare_ahead) {
     impl.preparing = true;
-    impl.prepared_all = std::make_unique<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+    impl.prepared_all = std::make_unique<Signal>(executor);
     asio::co_spawn(executor, impl.prepare_ahead(**impl.planned), [&impl](std::exception_ptr failure) {
       if (failure) {
         spdlog::error("internal error while preparing objects");  // present() builds them instead
       }
       impl.preparing = false;
-      impl.prepared_all->cancel();
+      impl.prepared_all->notify();
     });
   }
 }

@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
@@ -17,6 +15,7 @@
 #include <tuple>
 
 #include "core/crd.hpp"
+#include "core/signal.hpp"
 #include "core/strings.hpp"
 #include "states/inventory.hpp"
 #include "states/prune.hpp"
@@ -505,8 +504,7 @@ asio::awaitable<Status> write_parent(DynamicClient& client, const ParentSecret& 
 class InFlightWrite {
  public:
   explicit InFlightWrite(const asio::any_io_executor& executor)
-      : executor_(executor),
-        ended_(std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max())) {}
+      : executor_(executor), ended_(std::make_shared<Signal>(executor)) {}
 
   void start(asio::awaitable<Status> write) {
     auto wait_for = [](asio::awaitable<Status> pending,
@@ -518,21 +516,20 @@ class InFlightWrite {
                      if (failure) {
                        *result = Status(Error(ErrorKind::internal, "internal error while writing the ApplySet parent"));
                      }
-                     ended->cancel();
+                     ended->notify();
                    });
   }
 
   asio::awaitable<Status> finished() {
     while (!result_->has_value()) {
-      boost::system::error_code ignored;
-      co_await ended_->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await ended_->wait();
     }
     co_return std::move(**result_);
   }
 
  private:
   asio::any_io_executor executor_;
-  std::shared_ptr<asio::steady_timer> ended_;
+  std::shared_ptr<Signal> ended_;
   std::shared_ptr<std::optional<Status>> result_ = std::make_shared<std::optional<Status>>();
 };
 
