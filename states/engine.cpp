@@ -24,6 +24,7 @@
 #include "states/diff.hpp"
 #include "states/normalize.hpp"
 #include "states/ordering.hpp"
+#include "states/present_decision.hpp"
 #include "states/prune.hpp"
 #include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
@@ -1682,57 +1683,74 @@ struct Engine::Impl {
       live = *got;
       co_await namespace_check_finished(index);
     }
-    if (json::find_path(*live, {"metadata", "deletionTimestamp"}) != nullptr) {
-      // Being deleted (finalizers still running; a Namespace emptying itself): whatever
-      // is written now goes with it, and "already good" would be untrue once it is gone.
-      // Nothing is sent: the next cycle creates it again.
-      slot.prepared.reset();
-      std::string comment = slot.ref.display() + " is being deleted (since " +
-                            string_at(*live, {"metadata", "deletionTimestamp"}) +
-                            "): it is created again once it is gone";
-      if (options.test_mode) {
-        slot.done = true;
-        slot.result.result = std::nullopt;
-        slot.result.comment = comment;
-      } else {
-        fail(index, comment + ", by the next cycle");
-      }
-      co_return;
+    // The facts, then one decision (states/present_decision.hpp), then its action.
+    PresentFacts facts;
+    facts.exists = !live->IsNull();
+    facts.being_deleted = json::find_path(*live, {"metadata", "deletionTimestamp"}) != nullptr;
+    facts.named = !slot.ref.name.empty();
+    facts.strategy = state.strategy;
+    facts.takeover_disabled = state.takeover_disabled;
+    json::Document desired;
+    if (!(facts.exists && facts.being_deleted)) {
+      desired = slot.prepared ? std::move(*slot.prepared) : desired_object(index);
     }
-    json::Document desired = slot.prepared ? std::move(*slot.prepared) : desired_object(index);
     slot.prepared.reset();
-    if (!live->IsNull() && state.strategy == Strategy::create_only) {
-      succeed(index, "already exists (create-only: never updated)");
-      // Not written, so not recorded as applied; but a wait still means "until ready".
-      if (!options.test_mode && (is_crd(slot.ref.gvk) || wants_wait(state.wait))) {
-        co_await wait_ready(index, *live);
+    if (facts.exists && !facts.being_deleted && facts.strategy != Strategy::create_only &&
+        !options.ownership_labels.empty()) {
+      facts.adoption_refused = !may_adopt(index, *live);  // (when refused: failed, saying why)
+    }
+    if (facts.exists && !facts.being_deleted && !facts.adoption_refused) {
+      facts.kubectl_applied = has_last_applied(*live) && !has_last_applied(desired);
+      facts.live_has_config_hash = !recorded_config_hash(*live).empty();
+      facts.config_hash_matches = recorded_config_hash(*live) == recorded_config_hash(desired);
+      facts.stored_subset = facts.config_hash_matches && is_stored_subset(desired, *live, stored_form(slot));
+    }
+    const PresentDecision decision = decide_present(facts);
+    switch (decision.action) {
+      case PresentAction::skip_being_deleted: {
+        // Being deleted (finalizers still running; a Namespace emptying itself): whatever
+        // is written now goes with it, and "already good" would be untrue once it is gone.
+        // Nothing is sent: the next cycle creates it again.
+        std::string comment = slot.ref.display() + " is being deleted (since " +
+                              string_at(*live, {"metadata", "deletionTimestamp"}) +
+                              "): it is created again once it is gone";
+        if (options.test_mode) {
+          slot.done = true;
+          slot.result.result = std::nullopt;
+          slot.result.comment = comment;
+        } else {
+          fail(index, comment + ", by the next cycle");
+        }
+        co_return;
       }
-      co_return;
+      case PresentAction::keep_create_only:
+        succeed(index, "already exists (create-only: never updated)");
+        // Not written, so not recorded as applied; but a wait still means "until ready".
+        if (!options.test_mode && (is_crd(slot.ref.gvk) || wants_wait(state.wait))) {
+          co_await wait_ready(index, *live);
+        }
+        co_return;
+      case PresentAction::refuse_adoption:
+        co_return;  // (failed by may_adopt, saying why)
+      case PresentAction::already_good:
+        succeed(index, "already good");
+        co_await after_present(index, *live);
+        co_return;
+      case PresentAction::create:
+      case PresentAction::replace:
+      case PresentAction::apply:
+        break;
     }
-    if (!live->IsNull() && !options.ownership_labels.empty() && !may_adopt(index, *live)) {
-      co_return;  // (failed, saying why)
-    }
-    // Fields other managers wrote are taken over on kstate's first apply of an object it
-    // did not make (no configuration hash of its own), and whenever `kubectl apply` left
-    // its last-applied annotation on it (a client-side apply since).
-    const bool may_take_over = !live->IsNull() && state.strategy == Strategy::apply && !state.takeover_disabled;
-    const bool applied_by_kubectl = may_take_over && has_last_applied(*live) && !has_last_applied(desired);
-    if (!live->IsNull() && !applied_by_kubectl && recorded_config_hash(*live) == recorded_config_hash(desired) &&
-        is_stored_subset(desired, *live, stored_form(slot))) {
-      succeed(index, "already good");
-      co_await after_present(index, *live);
-      co_return;
-    }
-    if (may_take_over && (applied_by_kubectl || recorded_config_hash(*live).empty())) {
+    if (decision.take_over) {
       if (auto taken = co_await take_over(index, *live); !taken.ok()) {
         fail(index, "taking over the fields of other managers: " + taken.error().describe());
         co_return;
       }
     }
     Result<json::Document> written = Error(ErrorKind::internal, "not sent");
-    if (live->IsNull() && (slot.ref.name.empty() || state.strategy != Strategy::apply)) {
+    if (decision.action == PresentAction::create) {
       written = co_await create(slot, desired);
-    } else if (state.strategy == Strategy::replace) {
+    } else if (decision.action == PresentAction::replace) {
       written = co_await replace(index, desired, live);
       auto refreshed = co_await live_object(index);
       live = refreshed.ok() ? *refreshed : &absent_object;
