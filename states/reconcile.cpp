@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "core/crd.hpp"
+#include "core/log_fields.hpp"
 #include "core/signal.hpp"
 #include "core/strings.hpp"
 #include "states/inventory.hpp"
@@ -699,10 +700,17 @@ asio::awaitable<void> delete_pruned(DynamicClient& client, KindResolver& resolve
         result.comment =
             test_mode ? "would be pruned (no longer in any manifest)" : "pruned (no longer in any manifest)";
         json::set_string(result.changes, "deleted", result.name, result.changes.GetAllocator());
-        result.change = Change::deleted;
+        result.change = Change::pruned;
         if (!test_mode) {
           removed.push_back(planned.entry.key());
-          spdlog::info("pruned {} (was declared in {})", result.name, planned.entry.source);
+          LogFields fields;
+          fields.kind = planned.entry.kind;
+          fields.namespace_name = planned.entry.ns;
+          fields.name = planned.entry.name;
+          fields.action = "pruned";
+          fields.file = planned.entry.source;
+          fields.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - prune_started).count();
+          log_with(fields, spdlog::level::info, "pruned {} (was declared in {})", result.name, planned.entry.source);
         }
       } else {
         // Stays in the inventory and is retried next cycle.
