@@ -207,7 +207,7 @@ TEST_CASE("the daemon's resync of an unchanged corpus sends no write and reports
   Daemon daemon(emulator, "1s");
   copy_corpus(daemon.manifests);
   daemon.start();
-  auto ready = daemon.wait_notification("READY=1", 60s);
+  auto ready = daemon.wait_notification(" states: ", 60s);  // the first reconcile's STATUS, after READY=1
   REQUIRE(ready);
   INFO(*ready);
   REQUIRE(ready->find(" 0 failed") != std::string::npos);
