@@ -5,8 +5,11 @@
 # machines are shared and noisy; absolute times do not compare across runs).
 # Every figure is printed with the command that reproduces it.
 #
-#   bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N] [--pin]
+#   bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N] [--pin] [--latency-ms N]
 #
+# --latency-ms N: the emulator answers every request N ms late (its --fault-latency-ms),
+# as a real API server over a network does; a loopback emulator answers in ~0.1 ms,
+# which makes client CPU look more important than it is (issue 37).
 # --pin: the emulator on the last CPU, every client (kstate, kubectl, the raw-HTTP
 # tool) on the others, as a server and its clients are on separate machines. Without
 # it the kernel sometimes runs the single-threaded emulator and the client on one CPU
@@ -28,6 +31,7 @@ objects=1000
 namespaces=10
 quick=0
 pin=0
+latency_ms=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=1; runs=1 ;;
@@ -35,7 +39,8 @@ while [[ $# -gt 0 ]]; do
     --runs) runs=$2; shift ;;
     --objects) objects=$2; shift ;;
     --pin) pin=1 ;;
-    *) echo "usage: bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N] [--pin]" >&2; exit 2 ;;
+    --latency-ms) latency_ms=$2; shift ;;
+    *) echo "usage: bench/run.sh [--quick] [--build DIR] [--runs N] [--objects N] [--pin] [--latency-ms N]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -80,7 +85,7 @@ kc="$work/kubeconfig"
 start_emulator() {
   stop_emulator
   rm -f "$kc"
-  "$emulator" --listen 127.0.0.1:0 --kubeconfig-out "$kc" "$@" >"$work/emulator.log" 2>&1 &
+  "$emulator" --listen 127.0.0.1:0 --kubeconfig-out "$kc" --fault-latency-ms "$latency_ms" "$@" >"$work/emulator.log" 2>&1 &
   emulator_pid=$!
   [[ -n "$server_cpu" ]] && taskset -p -c "$server_cpu" "$emulator_pid" >/dev/null
   for _ in $(seq 200); do

@@ -1,5 +1,5 @@
 # Finds the Debian-packaged libraries kstate builds against and wraps the ones
-# without CMake config files (RapidJSON, CLI11, dtl, libsystemd) in imported targets.
+# without CMake config files (RapidJSON, CLI11, dtl) in imported targets.
 find_package(Threads REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS system)
 find_package(OpenSSL 3 REQUIRED)
@@ -7,7 +7,6 @@ find_package(yaml-cpp REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 
 find_path(RAPIDJSON_INCLUDE_DIR rapidjson/document.h REQUIRED)
 add_library(kstate_rapidjson INTERFACE)
@@ -30,4 +29,3 @@ endif()
 
 set(KSTATE_YAML_CPP_VERSION "${yaml-cpp_VERSION}")
 set(KSTATE_SPDLOG_VERSION "${spdlog_VERSION}")
-set(KSTATE_SYSTEMD_VERSION "${SYSTEMD_VERSION}")

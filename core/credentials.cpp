@@ -20,6 +20,7 @@
 #include "core/credential_file.hpp"
 #include "core/encoding.hpp"
 #include "core/json.hpp"
+#include "core/strings.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -27,18 +28,6 @@ namespace kstate {
 namespace {
 
 using Clock = std::chrono::system_clock;
-
-std::string trim(std::string text) {
-  auto is_space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
-  while (!text.empty() && is_space(text.back())) {
-    text.pop_back();
-  }
-  std::size_t start = 0;
-  while (start < text.size() && is_space(text[start])) {
-    ++start;
-  }
-  return text.substr(start);
-}
 
 std::optional<std::string> read_whole_file(const std::string& path) {
   auto content = read_credential_file(path, "client certificate");
@@ -115,7 +104,7 @@ class KubeconfigCredentialSource final : public CredentialSource {
       auto now = options_.clock();
       if (!file_token_read_ || now - file_token_read_at_ >= options_.token_file_refresh || after_unauthorized) {
         auto content = read_credential_file(config_.token_file, "the bearer token file");
-        std::string token = content ? trim(std::move(content.value())) : std::string();
+        std::string token = content ? std::string(strings::trim(*content)) : std::string();
         if (!content && content.error().kind != ErrorKind::io) {
           return content.error();  // refused: not a regular file, too large
         }

@@ -61,14 +61,6 @@ asio::awaitable<Result<json::Document>> DynamicClient::send_for_object(Result<Re
   if (!response) {
     co_return response.error();
   }
-  if (decode_executor_ && response->body.size() >= decode_min_bytes_) {
-    // In an optional: co_spawn needs a default-constructible result.
-    auto decode = [&]() -> asio::awaitable<std::optional<Result<json::Document>>> {
-      co_return parse_body(response.value(), request.value(), keep_managed_fields);
-    };
-    auto decoded = co_await asio::co_spawn(*decode_executor_, decode, asio::use_awaitable);
-    co_return std::move(*decoded);
-  }
   co_return parse_body(response.value(), request.value(), keep_managed_fields);
 }
 

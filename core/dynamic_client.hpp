@@ -50,15 +50,6 @@ class DynamicClient {
  public:
   explicit DynamicClient(Transport& transport) : transport_(transport) {}
 
-  // Answers of at least `min_bytes` are parsed on `executor` (other threads), so that
-  // the thread running the requests goes on with TLS and other answers meanwhile: a
-  // re-apply of 1,000 objects parses 1.5 MB of LISTs. The caller keeps the executor
-  // alive while this client is used.
-  void decode_on(asio::any_io_executor executor, std::size_t min_bytes) {
-    decode_executor_ = std::move(executor);
-    decode_min_bytes_ = min_bytes;
-  }
-
   asio::awaitable<Result<json::Document>> get(const ApiResource& resource, std::string ns, std::string name,
                                               std::string subresource);
   // As get(), with metadata.managedFields kept (every other answer is parsed without
@@ -142,8 +133,6 @@ class DynamicClient {
   asio::awaitable<Result<json::Document>> send_for_object(Result<Request> request, bool keep_managed_fields = false);
 
   Transport& transport_;
-  std::optional<asio::any_io_executor> decode_executor_;
-  std::size_t decode_min_bytes_ = 0;
   std::vector<std::string>* warnings_ = nullptr;  // collecting_warnings()
 };
 

@@ -15,28 +15,44 @@ std::string base64_encode(std::string_view bytes) {
   return out;
 }
 
-std::optional<std::string> base64_decode(std::string_view text) {
+std::optional<std::string> base64_decode(std::string_view text, Base64Spacing spacing) {
   std::string compact;
   compact.reserve(text.size());
   for (char c : text) {
-    if (c != '\n' && c != '\r' && c != ' ' && c != '\t') {
+    const bool line_break = c == '\n' || c == '\r';
+    const bool space = c == ' ' || c == '\t';
+    if (!line_break && !(space && spacing == Base64Spacing::any)) {
       compact += c;
     }
   }
   if (compact.size() % 4 != 0) {
     return std::nullopt;
   }
+  // EVP_DecodeBlock does not refuse every text Go does ('=' inside, for one).
+  std::size_t padding = 0;
+  for (std::size_t i = 0; i < compact.size(); ++i) {
+    const char c = compact[i];
+    const bool alphabet =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+    if (c == '=') {
+      if (i + 2 < compact.size()) {
+        return std::nullopt;
+      }
+      ++padding;
+    } else if (!alphabet || padding > 0) {
+      return std::nullopt;
+    }
+  }
+  if (compact.empty()) {
+    return std::string();
+  }
   std::string out(compact.size() / 4 * 3, '\0');
   int written =
       EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                       reinterpret_cast<const unsigned char*>(compact.data()), static_cast<int>(compact.size()));
-  if (written < 0) {
-    return std::nullopt;
-  }
   // EVP_DecodeBlock counts the padding as zero bytes.
-  std::size_t padding = 0;
-  if (!compact.empty() && compact.back() == '=') {
-    padding = compact.size() >= 2 && compact[compact.size() - 2] == '=' ? 2 : 1;
+  if (written < 0 || static_cast<std::size_t>(written) < padding) {
+    return std::nullopt;
   }
   out.resize(static_cast<std::size_t>(written) - padding);
   return out;

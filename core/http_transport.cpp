@@ -25,6 +25,7 @@
 
 #include "core/encoding.hpp"
 #include "core/http_response.hpp"
+#include "core/signal.hpp"
 #include "core/transport.hpp"
 #include "kstate/build_info.hpp"
 
@@ -88,18 +89,16 @@ class AsyncSemaphore {
       --available_;
       co_return;
     }
-    auto timer =
-        std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, SteadyClock::time_point::max());
-    waiters_.push_back(timer);
-    beast::error_code ec;
-    co_await timer->async_wait(asio::redirect_error(use_awaitable, ec));
+    auto woken = std::make_shared<Signal>(co_await asio::this_coro::executor);
+    waiters_.push_back(woken);
+    co_await woken->wait();
     // Woken by release(), which handed its slot over.
   }
   void release() {
     if (!waiters_.empty()) {
-      auto timer = waiters_.front();
+      auto waiter = waiters_.front();
       waiters_.pop_front();
-      timer->cancel();
+      waiter->notify();
     } else {
       ++available_;
     }
@@ -107,7 +106,7 @@ class AsyncSemaphore {
 
  private:
   std::size_t available_;
-  std::deque<std::shared_ptr<asio::steady_timer>> waiters_;
+  std::deque<std::shared_ptr<Signal>> waiters_;
 };
 
 class HttpTransport;
@@ -524,8 +523,8 @@ class HttpTransport final : public Transport {
 
   asio::awaitable<Result<Credentials>> get_credentials_off_thread(bool after_unauthorized) {
     struct Call {
-      explicit Call(asio::any_io_executor executor) : done(std::move(executor), SteadyClock::time_point::max()) {}
-      asio::steady_timer done;
+      explicit Call(const asio::any_io_executor& executor) : done(executor) {}
+      Signal done;
       std::optional<Result<Credentials>> result;
     };
     auto call = std::make_shared<Call>(executor_);
@@ -534,12 +533,11 @@ class HttpTransport final : public Transport {
       auto result = source->get(after_unauthorized);
       asio::post(executor, [call, result = std::move(result)]() mutable {
         call->result.emplace(std::move(result));
-        call->done.cancel();
+        call->done.notify();
       });
     });
     while (!call->result) {
-      beast::error_code ec;
-      co_await call->done.async_wait(asio::redirect_error(use_awaitable, ec));
+      co_await call->done.wait();
     }
     co_return std::move(*call->result);
   }

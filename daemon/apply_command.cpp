@@ -10,8 +10,6 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +24,6 @@
 #include "daemon/client_options.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/manifest_settle.hpp"
-#include "daemon/short_run_heap.hpp"
 #include "kstate/build_info.hpp"
 #include "manifests/cluster_scope.hpp"
 #include "manifests/loader.hpp"
@@ -166,9 +163,7 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
 
   // The manifests start loading on the other CPUs while this thread connects to the API
   // server and reads the ApplySet parent (neither needs the other), then it helps.
-  tune_heap_for_short_run();
   const int other_cpus = static_cast<int>(std::thread::hardware_concurrency()) - 1;
-  const std::function<void()> reserve_heap = [] { reserve_thread_heap(std::size_t{16} << 20, std::size_t{4} << 20); };
   std::vector<std::string> paths;
   bool read_stdin = false;
   for (const auto& path : invocation.paths) {
@@ -182,23 +177,10 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   // decides which states name one object: manifests/cluster_scope.hpp), over the
   // files' and stdin's states together.
   load_options.check_references = false;
-  manifests::BackgroundLoad loading(paths, load_options, std::max(other_cpus, 1), reserve_heap);
-  // With LISTs started ahead (begin_cycle), this thread runs the io_context a moment
-  // between the files it loads and while it waits for the other threads: those LISTs
-  // are sent and answered during the load instead of after it.
+  manifests::BackgroundLoad loading(paths, load_options, std::max(other_cpus, 1));
   boost::asio::io_context io;
-  auto finish_loading = [&](bool requests_in_flight) {
-    std::function<bool()> run_io_until_woken;
-    std::function<void()> wake_io;
-    if (requests_in_flight) {
-      io.restart();
-      run_io_until_woken = [&io] {
-        io.run_one();
-        return !io.stopped();  // stopped: out of work, every request answered
-      };
-      wake_io = [&io] { boost::asio::post(io, [] {}); };
-    }
-    manifests::LoadResult loaded = loading.finish(run_io_until_woken, wake_io);
+  auto finish_loading = [&]() {
+    manifests::LoadResult loaded = loading.finish();
     if (read_stdin) {
       append(loaded, load_stdin(load_options));
     }
@@ -210,7 +192,7 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
 
   auto client = make_client(io.get_executor(), kubeconfig_sources(common), transport_options(common));
   if (!client.ok()) {
-    finish_loading(false);
+    finish_loading();
     err << name << ": " << client.error().message << "\n";
     return cli::exit_failed;
   }
@@ -276,7 +258,7 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
     return cli::exit_failed;
   }
   spdlog::debug("timing: API server reached, kinds discovered, ApplySet parent read at {:.1f} ms", since_start());
-  manifests::LoadResult loaded = finish_loading(start.read_ahead != nullptr);
+  manifests::LoadResult loaded = finish_loading();
   if (!discovery.loaded()) {
     (void)run_sync(io, discovery.load());  // (a failure shows again when the states resolve)
   }
@@ -299,17 +281,6 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   }
   spdlog::debug("timing: {} states loaded from {} file{} at {:.1f} ms", loaded.states.size(), loaded.files.size(),
                 loaded.files.size() == 1 ? "" : "s", since_start());
-  // The loading threads are done: the other CPUs now parse the answers of more than a
-  // few kB (the LISTs), while this thread goes on with TLS and the states. A re-apply of
-  // 1,000 objects parses 1.5 MB of them (48 -> 45 ms on 2 CPUs, bench/RESULTS.md).
-  std::optional<boost::asio::thread_pool> decoding;
-  if (other_cpus > 0) {
-    decoding.emplace(static_cast<std::size_t>(other_cpus));
-    for (int thread = 0; thread < other_cpus; ++thread) {
-      boost::asio::post(*decoding, reserve_heap);  // most likely one per thread
-    }
-    (*client)->dynamic->decode_on(decoding->get_executor(), 4096);
-  }
   options.load_failed = !loaded.failed_files.empty();
   options.manifests_empty = loaded.files.empty();
   states::RunReport report =

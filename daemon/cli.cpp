@@ -56,20 +56,19 @@ class Definer {
   CommandLine& line_;
 };
 
-// A Go-style duration flag (daemon/duration.hpp) of at least `minimum`.
-void add_duration_option(CLI::App& app, const std::string& name, kstate::daemon::Duration& value,
-                         kstate::daemon::Duration minimum, const std::string& description, Definer& define) {
+// A Go-style duration flag (core/duration.hpp) of at least `minimum`.
+void add_duration_option(CLI::App& app, const std::string& name, kstate::Duration& value, kstate::Duration minimum,
+                         const std::string& description, Definer& define) {
   auto* option =
       app.add_option_function<std::string>(
-             name, [&value](const std::string& text) { value = kstate::daemon::parse_duration(text).value(); },
-             description)
+             name, [&value](const std::string& text) { value = kstate::parse_duration(text).value(); }, description)
           ->check(CLI::Validator(
               [minimum](std::string& text) -> std::string {
-                auto parsed = kstate::daemon::parse_duration(text);
+                auto parsed = kstate::parse_duration(text);
                 if (!parsed) {
                   return parsed.error().message;
                 }
-                return *parsed < minimum ? "must be at least " + kstate::daemon::format_duration(minimum) : "";
+                return *parsed < minimum ? "must be at least " + kstate::format_duration(minimum) : "";
               },
               "DURATION"));
   define.named(option, "DURATION");
@@ -271,7 +270,6 @@ std::string version_text() {
       << "  yaml-cpp " << build_info::yaml_cpp_version << "\n"
       << "  spdlog " << SPDLOG_VER_MAJOR << "." << SPDLOG_VER_MINOR << "." << SPDLOG_VER_PATCH << "\n"
       << "  cli11 " << CLI11_VERSION << "\n"
-      << "  libsystemd " << build_info::systemd_version << "\n"
       << "  dtl " << build_info::dtl_version << "\n";
   return out.str();
 }

@@ -60,8 +60,8 @@ struct CommonOptions {
   std::string log_level = "info";
   // --connect-timeout: TCP connect and TLS handshake with the API server;
   // --request-timeout: one request, its whole answer included.
-  kstate::daemon::Duration connect_timeout = std::chrono::seconds(10);
-  kstate::daemon::Duration request_timeout = std::chrono::seconds(30);
+  kstate::Duration connect_timeout = std::chrono::seconds(10);
+  kstate::Duration request_timeout = std::chrono::seconds(30);
   // apply / test: values of ${NAME} in the manifests. --vars-from files are read in
   // order (a later one wins), then --var NAME=VALUE (winning over the files).
   std::vector<std::string> vars;

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/duration.hpp"
 #include "core/error.hpp"
-#include "daemon/duration.hpp"
 #include "manifests/ignore_fields.hpp"
 #include "manifests/variables.hpp"
 #include "states/report.hpp"

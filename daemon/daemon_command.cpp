@@ -9,7 +9,6 @@
 #include "daemon/logging.hpp"
 #include "daemon/notifier.hpp"
 #include "daemon/process_limits.hpp"
-#include "daemon/resident_heap.hpp"
 
 namespace kstate::daemon {
 
@@ -46,7 +45,6 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
       spdlog::warn("{}", status.error().message);
     }
   }
-  tune_heap_for_daemon();
   if (const OpenFileLimit files = raise_open_file_limit(); !files.error.empty()) {
     spdlog::warn("cannot raise the open-file limit ({}): {}", files.before, files.error);
   } else if (files.after != files.before) {

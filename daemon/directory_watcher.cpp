@@ -19,6 +19,7 @@
 #include <system_error>
 
 #include "daemon/debouncer.hpp"
+#include "manifests/file_names.hpp"
 
 namespace kstate::daemon {
 namespace fs = std::filesystem;
@@ -30,11 +31,6 @@ constexpr std::uint32_t directory_mask = IN_CREATE | IN_DELETE | IN_CLOSE_WRITE 
                                          IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR |
                                          IN_EXCL_UNLINK;
 constexpr std::uint32_t parent_mask = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR;
-
-// Hidden names (vim's .f.swp, emacs' .#f lock) and backups (f~) are never manifests.
-bool is_ignored(std::string_view name) {
-  return !name.empty() && (name.front() == '.' || name.back() == '~');
-}
 
 // kubelet's AtomicWriter (ConfigMap and Secret volumes) swaps a `..data` symlink to a
 // new `..<timestamp>` directory; the visible files are symlinks through it and see no event.
@@ -100,7 +96,7 @@ struct DirectoryWatcher::Impl : std::enable_shared_from_this<DirectoryWatcher::I
     std::error_code ec;
     for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
-      if (is_ignored(name)) {
+      if (manifests::is_skipped_name(name)) {
         continue;
       }
       std::error_code status_ec;
@@ -194,7 +190,7 @@ struct DirectoryWatcher::Impl : std::enable_shared_from_this<DirectoryWatcher::I
       request_rescan("atomic update of " + directory_path + " (" + std::string(name) + ")");
       return;
     }
-    if (name.empty() || is_ignored(name)) {
+    if (name.empty() || manifests::is_skipped_name(name)) {
       return;
     }
     const std::string path = directory_path + "/" + std::string(name);

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/dynamic_client.hpp"
+#include "core/strings.hpp"
 #include "daemon/client_options.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/text_table.hpp"
@@ -16,19 +17,11 @@
 namespace kstate::daemon {
 namespace {
 
-std::string join(const std::vector<std::string>& values) {
-  std::string out;
-  for (const auto& value : values) {
-    out += (out.empty() ? "" : ",") + value;
-  }
-  return out;
-}
-
 void print_resources(const std::vector<ApiResource>& rows, std::ostream& out) {
   std::vector<std::vector<std::string>> cells{{"NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"}};
   for (const auto& row : rows) {
-    cells.push_back(
-        {row.plural, join(row.short_names), row.api_version(), row.namespaced ? "true" : "false", row.kind});
+    cells.push_back({row.plural, strings::join(row.short_names, ","), row.api_version(),
+                     row.namespaced ? "true" : "false", row.kind});
   }
   print_table(cells, out);
 }

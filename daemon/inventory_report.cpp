@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/strings.hpp"
 #include "daemon/text_table.hpp"
 #include "inventory/quantity.hpp"
 
@@ -149,14 +150,6 @@ void write_images(Writer& writer, const Inventory& inventory) {
 
 std::string or_none(std::string_view text) {
   return text.empty() ? std::string("<none>") : std::string(text);
-}
-
-std::string joined(const std::set<std::string>& values) {
-  std::string out;
-  for (const auto& value : values) {
-    out += (out.empty() ? "" : ", ") + value;
-  }
-  return out;
 }
 
 std::string place(const Container& container) {
@@ -323,11 +316,12 @@ void print_inventory_text(const Inventory& inventory, const InventoryRun& run, s
       << (inventory.filter().repository.empty() ? "" : ", repository " + inventory.filter().repository) << ")\n";
   for (const auto& [key, image] : inventory.images()) {
     out << "\n" << (image.kind == DigestKind::unknown ? image.unknown_image_id : image.digest) << "\n";
-    out << "  " << kind_text(image.kind) << (image.runtimes.empty() ? "" : ", " + joined(image.runtimes)) << "\n";
+    out << "  " << kind_text(image.kind) << (image.runtimes.empty() ? "" : ", " + strings::join(image.runtimes, ", "))
+        << "\n";
     if (!image.repositories.empty()) {
-      out << "  repository: " << joined(image.repositories) << "\n";
+      out << "  repository: " << strings::join(image.repositories, ", ") << "\n";
     }
-    out << "  asked as: " << joined(image.references) << "\n";
+    out << "  asked as: " << strings::join(image.references, ", ") << "\n";
     print_containers(image.containers, false, out);
   }
   if (!inventory.not_started().empty()) {

@@ -1,16 +1,18 @@
-// sd_notify wrapper. Failures to notify are logged at debug level only: outside systemd
-// there is no socket, and a notify error must never stop the daemon.
-// libsystemd is loaded on first use, not linked: with its own dependencies (gcrypt,
-// lzma, zstd, lz4, libcap) it added ~1.4 ms to every start of kstate, a tenth of it for
-// `kstate apply`, which never notifies (bench/RESULTS.md).
+// The sd_notify protocol itself, as systemd documents it (sd_notify(3)): one datagram
+// on the AF_UNIX socket named by $NOTIFY_SOCKET (a path, or '@' for an abstract name),
+// so kstate needs no libsystemd. Failures to notify are logged at debug level only:
+// outside systemd there is no socket, and a notify error must never stop the daemon.
 #include "daemon/notifier.hpp"
 
-#include <dlfcn.h>
 #include <spdlog/spdlog.h>
-#include <systemd/sd-daemon.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,46 +26,47 @@ std::string status_line(std::string_view status) {
   return "STATUS=" + line;
 }
 
-// The two functions kstate uses, from libsystemd.so.0 (the ABI the headers describe).
-struct LibSystemd {
-  decltype(&::sd_notify) notify = nullptr;
-  decltype(&::sd_watchdog_enabled) watchdog_enabled = nullptr;
-};
-
-const LibSystemd& libsystemd() {
-  static const LibSystemd loaded = [] {
-    LibSystemd functions;
-    void* library = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (library != nullptr) {
-      functions.notify = reinterpret_cast<decltype(&::sd_notify)>(dlsym(library, "sd_notify"));
-      functions.watchdog_enabled =
-          reinterpret_cast<decltype(&::sd_watchdog_enabled)>(dlsym(library, "sd_watchdog_enabled"));
-    }
-    if (functions.notify == nullptr || functions.watchdog_enabled == nullptr) {
-      const char* why = dlerror();
-      // Under systemd (Type=notify) this matters: it would give up waiting for READY=1.
-      if (std::getenv("NOTIFY_SOCKET") != nullptr) {
-        spdlog::error("cannot load libsystemd.so.0 to notify systemd: {}", why == nullptr ? "?" : why);
-      }
-      functions = {};
-    }
-    return functions;
-  }();
-  return loaded;
-}
-
 void send(const std::string& message) {
-  if (std::getenv("NOTIFY_SOCKET") == nullptr) {
-    return;  // not started by a service manager: what sd_notify would do, unloaded
+  const char* socket_name = std::getenv("NOTIFY_SOCKET");
+  if (socket_name == nullptr || socket_name[0] == '\0') {
+    return;  // not started by a service manager
   }
-  const LibSystemd& systemd = libsystemd();
-  if (systemd.notify == nullptr) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::size_t length = std::strlen(socket_name);
+  if ((socket_name[0] != '/' && socket_name[0] != '@') || length >= sizeof(address.sun_path)) {
+    spdlog::debug("NOTIFY_SOCKET is not a socket path: not notifying");
     return;
   }
-  const int result = systemd.notify(0, message.c_str());
-  if (result < 0) {
-    spdlog::debug("sd_notify failed: {}", std::strerror(-result));
+  std::memcpy(address.sun_path, socket_name, length);
+  if (address.sun_path[0] == '@') {
+    address.sun_path[0] = '\0';  // an abstract socket name
   }
+  const int descriptor = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (descriptor < 0) {
+    spdlog::debug("sd_notify: socket: {}", std::strerror(errno));
+    return;
+  }
+  const auto address_length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + length);
+  if (::sendto(descriptor, message.data(), message.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&address),
+               address_length) < 0) {
+    spdlog::debug("sd_notify failed: {}", std::strerror(errno));
+  }
+  ::close(descriptor);
+}
+
+std::optional<std::uint64_t> environment_number(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) {
+    return std::nullopt;
+  }
+  std::uint64_t value = 0;
+  const char* end = text + std::strlen(text);
+  auto [at, error] = std::from_chars(text, end, value);
+  if (error != std::errc() || at != end || at == text) {
+    return std::nullopt;
+  }
+  return value;
 }
 
 std::chrono::microseconds monotonic_now() {
@@ -110,16 +113,19 @@ void SystemdNotifier::watchdog() {
   send("WATCHDOG=1");
 }
 
+// As sd_watchdog_enabled(): WATCHDOG_USEC, for this process when WATCHDOG_PID is set.
 std::optional<std::chrono::microseconds> SystemdNotifier::watchdog_interval() const {
-  if (std::getenv("WATCHDOG_USEC") == nullptr) {
+  const auto usec = environment_number("WATCHDOG_USEC");
+  if (!usec || *usec == 0) {
     return std::nullopt;
   }
-  const LibSystemd& systemd = libsystemd();
-  std::uint64_t usec = 0;
-  if (systemd.watchdog_enabled == nullptr || systemd.watchdog_enabled(0, &usec) <= 0 || usec == 0) {
-    return std::nullopt;
+  if (std::getenv("WATCHDOG_PID") != nullptr) {
+    const auto pid = environment_number("WATCHDOG_PID");
+    if (!pid || *pid != static_cast<std::uint64_t>(::getpid())) {
+      return std::nullopt;
+    }
   }
-  return std::chrono::microseconds(usec / 2);
+  return std::chrono::microseconds(*usec / 2);
 }
 
 }  // namespace kstate::daemon

@@ -2,8 +2,8 @@
 // once it runs and watches, STATUS= lines saying what it waits for or summarising the
 // last reconcile, RELOADING=1 on SIGHUP, STOPPING=1 on shutdown, WATCHDOG=1
 // keep-alives. An interface so the runner can be tested with a recording fake; the
-// real one is libsystemd's sd_notify, which does nothing when NOTIFY_SOCKET is unset
-// (not started by systemd).
+// real one sends the protocol's datagram to $NOTIFY_SOCKET, and does nothing when it
+// is unset (not started by systemd).
 #pragma once
 
 #include <chrono>

@@ -18,7 +18,6 @@
 #include <unordered_map>
 
 #include "daemon/file_security.hpp"
-#include "daemon/resident_heap.hpp"
 #include "daemon/write_gate.hpp"
 #include "kstate/build_info.hpp"
 #include "manifests/cluster_scope.hpp"
@@ -252,23 +251,6 @@ void StatesReconciler::release_memory_when_quiet() {
 }
 
 void StatesReconciler::prepare_for_cycle() {
-  if (warm_memory_) {
-    warm_memory_();
-  } else {
-    // The heap of a 1,000-object daemon is ~14 MB (4-5 MB of it resident when idle):
-    // faulted in whole in 2.5-7 ms on the bench VMs, within the default debounce
-    // (20 ms). With 10,000 objects, 74 MB take 17-27 ms, a little more than the
-    // debounce, against ~80 ms of faults in the cycle (bench/RESULTS.md, eighteenth
-    // round). Giving memory back lowers the heap's end: it grows back to where the last
-    // file cycle took it (one with 10,000 states takes 7 MB past the end it finds, for
-    // the engine's table of states alone: faulted one page at a time, 20-27 ms here
-    // against 2-3.5 ms in one call), then by a 4 MB block.
-    const auto warm_started = std::chrono::steady_clock::now();
-    grow_heap_to(heap_end_after_file_cycle_);
-    const std::size_t faulted = warm_heap(std::size_t{4} << 20, std::size_t{256} << 20);
-    spdlog::debug("file event: {} kB of the heap faulted in ahead of the cycle in {:.1f} ms", faulted / 1024,
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_started).count());
-  }
   release_memory_when_quiet();
 }
 
@@ -702,7 +684,6 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
   }
   ReconcileSummary summary = co_await run_cycle(std::move(only_files), false);
   summary.files_read = files_read_.size();
-  heap_end_after_file_cycle_ = heap_end();  // (a cycle never lowers it)
   release_memory_when_quiet();
   co_return summary;
 }

@@ -49,9 +49,8 @@ class StatesReconciler : public Reconciler {
   boost::asio::awaitable<ReconcileSummary> reconcile_files(std::vector<std::string> changed,
                                                            std::vector<std::string> removed) override;
   Status reconfigure(const DaemonConfig& config) override;
-  // Faults the heap back in (warm_heap, or the function set_memory_warmup gave) and
-  // restarts the wait before it is given back, so that a batch that runs no cycle
-  // (only files that are not manifests) does not leave it resident.
+  // Restarts the wait before free memory is given back, so that a batch that runs no
+  // cycle (only files that are not manifests) does not leave it resident.
   void prepare_for_cycle() override;
   void request_stop() override { stopping_ = true; }
   Result<std::unique_ptr<AsyncLeaseStore>> lease_store(const LeaderElectionConfig& config) override;
@@ -64,8 +63,6 @@ class StatesReconciler : public Reconciler {
   // half of a one-file cycle (bench/RESULTS.md, sixteenth round). Tests pass their own
   // `release` (malloc_trim by default) and delay.
   void set_memory_release(std::function<void()> release, std::chrono::milliseconds delay);
-  // What prepare_for_cycle runs instead of warm_heap (tests).
-  void set_memory_warmup(std::function<void()> warm) { warm_memory_ = std::move(warm); }
   // How long a file must have been unchanged to be read by a full cycle or trusted by
   // prune (manifest_settle.hpp's settle_window; tests that write and resync at once
   // set zero).
@@ -169,11 +166,7 @@ class StatesReconciler : public Reconciler {
   std::unique_ptr<states::DiscoveryResolver> resolver_;
   TransportStats counted_;  // transport counters already added to the metrics
   std::function<void()> release_memory_;
-  std::function<void()> warm_memory_;
   std::chrono::milliseconds release_delay_{1000};
-  // Where the last file cycle left the heap's end (resident_heap.hpp's heap_end): the
-  // next file event's warm-up grows the heap back to it.
-  std::uintptr_t heap_end_after_file_cycle_ = 0;
   std::unique_ptr<boost::asio::steady_timer> release_timer_;
 };
 

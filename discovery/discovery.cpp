@@ -4,13 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <memory>
 
 #include "core/json.hpp"
+#include "core/signal.hpp"
 
 namespace kstate::discovery {
 namespace {
@@ -253,7 +252,7 @@ asio::awaitable<Result<FetchResult>> fetch_legacy(Transport& transport, FetchRes
   // Fan out: one coroutine per group-version; the last to finish wakes us.
   auto executor = co_await asio::this_coro::executor;
   auto remaining = std::make_shared<std::size_t>(jobs->size());
-  auto done = std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+  auto done = std::make_shared<Signal>(executor);
   for (std::size_t i = 0; i < jobs->size(); ++i) {
     auto& job = (*jobs)[i];
     std::string path = job.group.empty() ? "/api/" + job.version : "/apis/" + job.group + "/" + job.version;
@@ -263,14 +262,13 @@ asio::awaitable<Result<FetchResult>> fetch_legacy(Transport& transport, FetchRes
           auto request = discovery_request(path, "application/json", "");
           (*jobs)[i].answer = co_await transport.send(request);
           if (--*remaining == 0) {
-            done->cancel();
+            done->notify();
           }
         },
         [](std::exception_ptr) {});
   }
-  if (*remaining > 0) {
-    boost::system::error_code ec;
-    co_await done->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  while (*remaining > 0) {
+    co_await done->wait();
   }
   for (auto& job : *jobs) {
     std::string group_version = job.group.empty() ? job.version : job.group + "/" + job.version;

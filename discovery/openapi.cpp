@@ -3,7 +3,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cctype>
@@ -111,8 +110,7 @@ OpenApiSchemas::OpenApiSchemas(Transport& transport, std::string cache_folder)
 template <class T, class Read>
 asio::awaitable<void> OpenApiSchemas::once(SharedRead<T>& shared, Read read) {
   if (!shared.finished) {
-    shared.finished =
-        std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+    shared.finished = std::make_unique<Signal>(co_await asio::this_coro::executor);
     Result<T> result = Error(ErrorKind::internal, "not read");
     try {
       result = co_await read();
@@ -120,12 +118,11 @@ asio::awaitable<void> OpenApiSchemas::once(SharedRead<T>& shared, Read read) {
       result = Error(ErrorKind::internal, failure.what());  // the waiters must not wait forever
     }
     shared.result.emplace(std::move(result));
-    shared.finished->cancel();
+    shared.finished->notify();
     co_return;
   }
   while (!shared.result) {
-    boost::system::error_code ignored;
-    co_await shared.finished->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    co_await shared.finished->wait();
   }
 }
 

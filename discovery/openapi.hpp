@@ -16,7 +16,6 @@
 // (blank line keeps <utility> first for Boost 1.74's awaitable.hpp)
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +24,7 @@
 
 #include "core/gvk.hpp"
 #include "core/json.hpp"
+#include "core/signal.hpp"
 #include "core/transport.hpp"
 
 namespace kstate::discovery {
@@ -66,7 +66,7 @@ class OpenApiSchemas {
   template <class T>
   struct SharedRead {
     std::optional<Result<T>> result;
-    std::unique_ptr<boost::asio::steady_timer> finished;
+    std::unique_ptr<Signal> finished;
   };
   boost::asio::awaitable<Result<std::map<std::string, std::string>>> read_index();
   boost::asio::awaitable<Result<json::Document>> read_document(std::string server_relative_url);

@@ -3,8 +3,11 @@
 // 100 millis, not 100.00000001 rounded up to 101.
 #include "inventory/quantity.hpp"
 
+#include <cstdlib>
 #include <limits>
 #include <string>
+
+#include "core/quantity.hpp"
 
 namespace kstate::inventory {
 namespace {
@@ -16,72 +19,31 @@ struct Parsed {
   int power_of_1024 = 0;
 };
 
+// Exponents (2e3) beyond this many digits are refused, as any such value overflows.
+constexpr int largest_exponent = 999;
+
 std::optional<Parsed> parse(std::string_view text) {
-  Parsed parsed;
-  std::size_t at = 0;
-  if (at < text.size() && (text[at] == '+' || text[at] == '-')) {
-    parsed.negative = text[at] == '-';
-    ++at;
-  }
-  bool any_digit = false;
-  bool after_point = false;
-  for (; at < text.size(); ++at) {
-    char c = text[at];
-    if (c == '.' && !after_point) {
-      after_point = true;
-      continue;
-    }
-    if (c < '0' || c > '9') {
-      break;
-    }
-    any_digit = true;
-    if (__builtin_mul_overflow(parsed.digits, 10u, &parsed.digits) ||
-        __builtin_add_overflow(parsed.digits, static_cast<unsigned>(c - '0'), &parsed.digits)) {
-      return std::nullopt;
-    }
-    if (after_point) {
-      --parsed.power_of_ten;
-    }
-  }
-  if (!any_digit) {
+  auto parts = quantity::split(text);
+  if (!parts || std::abs(parts->suffix.exponent) > largest_exponent) {
     return std::nullopt;
   }
-  std::string_view suffix = text.substr(at);
-  static constexpr std::string_view binary[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
-  for (int i = 0; i < 6; ++i) {
-    if (suffix == binary[i]) {
-      parsed.power_of_1024 = i + 1;
-      return parsed;
-    }
-  }
-  if ((suffix.size() > 1) && (suffix[0] == 'e' || suffix[0] == 'E')) {
-    std::string_view exponent = suffix.substr(1);
-    bool negative_exponent = !exponent.empty() && exponent[0] == '-';
-    if (!exponent.empty() && (exponent[0] == '+' || exponent[0] == '-')) {
-      exponent.remove_prefix(1);
-    }
-    if (exponent.empty() || exponent.size() > 3) {
-      return std::nullopt;
-    }
-    int value = 0;
-    for (char c : exponent) {
-      if (c < '0' || c > '9') {
+  Parsed parsed;
+  parsed.negative = parts->negative;
+  for (std::string_view digits : {parts->whole, parts->fraction}) {
+    for (char c : digits) {
+      if (__builtin_mul_overflow(parsed.digits, 10u, &parsed.digits) ||
+          __builtin_add_overflow(parsed.digits, static_cast<unsigned>(c - '0'), &parsed.digits)) {
         return std::nullopt;
       }
-      value = value * 10 + (c - '0');
-    }
-    parsed.power_of_ten += negative_exponent ? -value : value;
-    return parsed;
-  }
-  static constexpr std::pair<std::string_view, int> decimal[] = {{"n", -9}, {"u", -6}, {"m", -3}, {"", 0},   {"k", 3},
-                                                                 {"M", 6},  {"G", 9},  {"T", 12}, {"P", 15}, {"E", 18}};
-  for (const auto& [name, power] : decimal) {
-    if (suffix == name) {
-      parsed.power_of_ten += power;
-      return parsed;
     }
   }
-  return std::nullopt;
+  parsed.power_of_ten = -static_cast<int>(parts->fraction.size());
+  if (parts->suffix.base == 2) {
+    parsed.power_of_1024 = parts->suffix.exponent / 10;
+  } else {
+    parsed.power_of_ten += parts->suffix.exponent;
+  }
+  return parsed;
 }
 
 // digits * 10^power_of_ten * 1024^power_of_1024, rounded towards +infinity.

@@ -20,9 +20,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/duration.hpp"
 #include "core/encoding.hpp"
+#include "core/strings.hpp"
 #include "manifests/cluster_scope.hpp"
 #include "manifests/conventions.hpp"
+#include "manifests/file_names.hpp"
 #include "manifests/ignore_fields.hpp"
 #include "manifests/object_validation.hpp"
 #include "manifests/variables.hpp"
@@ -114,17 +117,6 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string_vi
   return match.empty() ? std::string() : " (did you mean \"" + match + "\"?)";
 }
 
-std::string join(const std::vector<std::string_view>& words) {
-  std::string out;
-  for (auto word : words) {
-    if (!out.empty()) {
-      out += ", ";
-    }
-    out += word;
-  }
-  return out;
-}
-
 std::string_view view(const json::Value& value) {
   return {value.GetString(), value.GetStringLength()};
 }
@@ -148,23 +140,6 @@ const char* type_name(const json::Value& value) {
   return "value";
 }
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
-std::string trim(std::string_view text) {
-  std::size_t begin = text.find_first_not_of(" \t\r\n");
-  if (begin == std::string_view::npos) {
-    return {};
-  }
-  std::size_t end = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(begin, end - begin + 1));
-}
-
 // Line `line` (1-based) of `text`, without its line break; empty when there is none.
 std::string_view line_of(std::string_view text, int line) {
   std::size_t begin = 0;
@@ -180,24 +155,6 @@ std::string_view line_of(std::string_view text, int line) {
 
 // ---------------------------------------------------------------------------------
 // Directory walk
-
-bool has_manifest_extension(std::string_view name) {
-  return ends_with(name, ".yaml") || ends_with(name, ".yml") || ends_with(name, ".json");
-}
-
-// Dotfiles (including ConfigMap-volume internals) and editor leftovers.
-bool is_skipped_name(std::string_view name) {
-  if (name.empty() || name[0] == '.') {
-    return true;
-  }
-  if (name.back() == '~' || ends_with(name, ".swp") || ends_with(name, ".swo") || ends_with(name, ".swx")) {
-    return true;
-  }
-  if (name.size() >= 2 && name.front() == '#' && name.back() == '#') {
-    return true;
-  }
-  return name == "4913";  // vim's write-permission probe
-}
 
 // A file found by the walk, with its lstat and the stat of what it names (its
 // identity, device and inode, is the latter's).
@@ -596,7 +553,7 @@ class Loader {
                    const IncludeContext* include, json::Document* owner = nullptr) {
     std::string_view kind = json::get_string(object, "kind").value_or("");
     const json::Value* items = json::find(object, "items");
-    if (kind == "List" || (ends_with(kind, "List") && items != nullptr && items->IsArray())) {
+    if (kind == "List" || (kind.ends_with("List") && items != nullptr && items->IsArray())) {
       if (items == nullptr || !items->IsArray()) {
         error(path, at.key_position("items"), {}, "kind List needs an `items` list");
         return;
@@ -615,7 +572,7 @@ class Loader {
       return;
     }
     std::string_view api_version = json::get_string(object, "apiVersion").value_or("");
-    if (starts_with(api_version, "kustomize.config.k8s.io/")) {
+    if (api_version.starts_with("kustomize.config.k8s.io/")) {
       error(path, at.position(), {}, kustomize_message(std::string(api_version) + " " + std::string(kind)));
       return;
     }
@@ -656,7 +613,7 @@ class Loader {
     if (const json::Value* annotations = json::find_path(object, {"metadata", "annotations"});
         annotations != nullptr && annotations->IsObject()) {
       if (auto value = json::get_string(*annotations, substitute_annotation)) {
-        const std::string setting = trim(*value);
+        const std::string setting(strings::trim(*value));
         if (setting == "disabled") {
           return true;
         }
@@ -713,7 +670,7 @@ class Loader {
     };
     auto value_of = [&](std::string_view key) -> std::optional<std::string> {
       auto value = json::get_string(*annotations, key);
-      return value ? std::optional<std::string>(trim(*value)) : std::nullopt;
+      return value ? std::optional<std::string>(strings::trim(*value)) : std::nullopt;
     };
     if (auto value = value_of(kStateAnnotation); value && function_from_annotation) {
       if (*value == "present") {
@@ -774,7 +731,7 @@ class Loader {
       std::string_view list = *value;
       while (!list.empty()) {
         std::size_t comma = list.find(',');
-        std::string item = trim(list.substr(0, comma));
+        std::string item(strings::trim(list.substr(0, comma)));
         if (!item.empty()) {
           state.require.push_back(std::move(item));
         }
@@ -909,7 +866,7 @@ class Loader {
       if (std::find(allowed.begin(), allowed.end(), argument.name) == allowed.end()) {
         error(path, argument.key_at, id,
               "unknown argument \"" + std::string(argument.name) + "\" for " + to_string(*function) +
-                  did_you_mean(argument.name, allowed) + "; accepted: " + join(allowed));
+                  did_you_mean(argument.name, allowed) + "; accepted: " + strings::join(allowed, ", "));
         ok = false;
         continue;
       }
@@ -1047,49 +1004,29 @@ class Loader {
     return true;
   }
 
-  // "30", "30s", "5m", "1h30m", "500ms" -> seconds.
+  // A wait's sleep or timeout: a number of seconds (30, "30", 2.5), or a Go duration
+  // ("30s", "5m", "1h30m", "500ms") read by the same rule as the daemon's config.
   static bool parse_duration(const json::Value& value, double& seconds) {
     if (value.IsNumber()) {
       seconds = value.GetDouble();
       return seconds >= 0;
     }
-    if (!value.IsString()) {
+    if (!value.IsString() || value.GetStringLength() == 0) {
       return false;
     }
     std::string_view text = view(value);
-    if (text.empty()) {
+    if (text.find_first_not_of("0123456789.") == std::string_view::npos) {
+      char* end = nullptr;
+      const std::string number(text);
+      seconds = std::strtod(number.c_str(), &end);
+      return end == number.c_str() + number.size() && std::isfinite(seconds);
+    }
+    auto duration = kstate::parse_duration(text);
+    if (!duration) {
       return false;
     }
-    double total = 0;
-    while (!text.empty()) {
-      std::size_t digits = 0;
-      while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) {
-        ++digits;
-      }
-      if (digits == 0) {
-        return false;
-      }
-      double number = std::strtod(std::string(text.substr(0, digits)).c_str(), nullptr);
-      text.remove_prefix(digits);
-      double unit = 1;
-      if (starts_with(text, "ms")) {
-        unit = 0.001;
-        text.remove_prefix(2);
-      } else if (starts_with(text, "s")) {
-        text.remove_prefix(1);
-      } else if (starts_with(text, "m")) {
-        unit = 60;
-        text.remove_prefix(1);
-      } else if (starts_with(text, "h")) {
-        unit = 3600;
-        text.remove_prefix(1);
-      } else if (!text.empty()) {
-        return false;
-      }
-      total += number * unit;
-    }
-    seconds = total;
-    return std::isfinite(total);
+    seconds = std::chrono::duration<double>(*duration).count();
+    return true;
   }
 
   static bool parse_wait(const json::Value& value, Wait& wait, std::string& message) {
@@ -1322,9 +1259,9 @@ Result<std::string> resolve_state_file(std::string_view name, const std::string&
     std::error_code ignored;
     return fs::is_regular_file(path, ignored);
   };
-  const bool salt_url = starts_with(name, "salt://");
-  const bool is_path = !salt_url && (name.find('/') != std::string_view::npos || ends_with(name, ".sls") ||
-                                     ends_with(name, ".yaml") || ends_with(name, ".yml") || ends_with(name, ".json"));
+  const bool salt_url = name.starts_with("salt://");
+  const bool is_path = !salt_url && (name.find('/') != std::string_view::npos || name.ends_with(".sls") ||
+                                     name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json"));
   if (is_path) {
     fs::path path = fs::path(name).is_absolute() ? fs::path(name) : folder / fs::path(name);
     if (!exists(path)) {
@@ -1562,18 +1499,6 @@ struct BackgroundLoad::Shared {
   std::atomic<std::size_t> next_file{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
-  std::atomic<std::size_t> threads_loading{0};
-  std::mutex wake_mutex;
-  std::function<void()> wake;  // finish()'s, called when the last thread is done
-
-  void thread_done() {
-    if (--threads_loading == 0) {
-      std::lock_guard lock(wake_mutex);
-      if (wake) {
-        wake();
-      }
-    }
-  }
 
   void load_some() {
     try {
@@ -1588,8 +1513,7 @@ struct BackgroundLoad::Shared {
   }
 };
 
-BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads,
-                               const std::function<void()>& on_thread_start)
+BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads)
     : shared_(std::make_shared<Shared>()) {
   shared_->options = options;
   if (shared_->options.quotable_paths.empty()) {
@@ -1598,15 +1522,8 @@ BackgroundLoad::BackgroundLoad(const std::vector<std::string>& paths, const Load
   shared_->files = list_manifest_files(paths, shared_->walk_errors);
   shared_->per_file.resize(shared_->files.size());
   std::size_t count = std::min(static_cast<std::size_t>(std::max(threads, 0)), shared_->files.size());
-  shared_->threads_loading = count;
   for (std::size_t t = 0; t < count; ++t) {
-    threads_.emplace_back([shared = shared_, on_thread_start] {
-      if (on_thread_start) {
-        on_thread_start();
-      }
-      shared->load_some();
-      shared->thread_done();
-    });
+    threads_.emplace_back([shared = shared_] { shared->load_some(); });
   }
 }
 
@@ -1619,17 +1536,7 @@ BackgroundLoad::~BackgroundLoad() {
   }
 }
 
-LoadResult BackgroundLoad::finish(const std::function<bool()>& instead, const std::function<void()>& wake) {
-  {
-    std::lock_guard lock(shared_->wake_mutex);
-    shared_->wake = wake;
-  }
-  while (instead && shared_->threads_loading > 0 && instead()) {
-  }
-  {
-    std::lock_guard lock(shared_->wake_mutex);
-    shared_->wake = nullptr;
-  }
+LoadResult BackgroundLoad::finish() {
   shared_->load_some();
   for (auto& thread : threads_) {
     thread.join();

@@ -157,20 +157,12 @@ LoadResult load_paths(const std::vector<std::string>& paths, const LoadOptions& 
 // meanwhile. The directory walk itself happens in the constructor.
 class BackgroundLoad {
  public:
-  // `on_thread_start`, if set, runs first on each of the threads (kstate apply sets up
-  // their heaps with it).
-  BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads,
-                 const std::function<void()>& on_thread_start = {});
+  BackgroundLoad(const std::vector<std::string>& paths, const LoadOptions& options, int threads);
   ~BackgroundLoad();
   BackgroundLoad(const BackgroundLoad&) = delete;
   BackgroundLoad& operator=(const BackgroundLoad&) = delete;
-  // Once. This thread loads files too; but first, if `instead` is set, it calls it
-  // again and again until the other threads are done or it returns false, and then
-  // loads only the files still left (`kstate apply` runs its io_context in it while
-  // requests it started are in flight, so that they progress during the load).
-  // `wake`, if set, is called on the thread that finishes last, so that an `instead`
-  // waiting for something to do returns at once.
-  LoadResult finish(const std::function<bool()>& instead = {}, const std::function<void()>& wake = {});
+  // Once. This thread loads the files still left too, then merges.
+  LoadResult finish();
 
  private:
   struct Shared;

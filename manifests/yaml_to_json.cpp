@@ -4,7 +4,6 @@
 // aliases and merge keys under a node budget, and rejecting what JSON cannot hold.
 #include "manifests/yaml_to_json.hpp"
 
-#include <openssl/evp.h>
 #include <yaml.h>
 
 #include <algorithm>
@@ -18,6 +17,8 @@
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "core/encoding.hpp"
 
 namespace kstate::manifests {
 
@@ -713,45 +714,6 @@ Scalar resolve_plain(std::string_view in) {
   return result;
 }
 
-// Go's base64.StdEncoding.DecodeString after dropping CR/LF (which Go ignores).
-bool decode_base64(std::string_view text, std::string& out) {
-  std::string compact;
-  compact.reserve(text.size());
-  for (char c : text) {
-    if (c != '\n' && c != '\r') {
-      compact += c;
-    }
-  }
-  if (compact.size() % 4 != 0) {
-    return false;
-  }
-  std::size_t padding = 0;
-  for (std::size_t i = 0; i < compact.size(); ++i) {
-    char c = compact[i];
-    bool alphabet = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || is_digit(c) || c == '+' || c == '/';
-    if (c == '=') {
-      if (i + 2 < compact.size()) {
-        return false;
-      }
-      ++padding;
-    } else if (!alphabet || padding > 0) {
-      return false;
-    }
-  }
-  out.assign(compact.size() / 4 * 3, '\0');
-  if (compact.empty()) {
-    return true;
-  }
-  int written =
-      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                      reinterpret_cast<const unsigned char*>(compact.data()), static_cast<int>(compact.size()));
-  if (written < 0 || static_cast<std::size_t>(written) < padding) {
-    return false;
-  }
-  out.resize(static_cast<std::size_t>(written) - padding);
-  return true;
-}
-
 // ---------------------------------------------------------------------------------
 // Tree -> JSON
 
@@ -1051,11 +1013,12 @@ class Converter {
       return result;
     }
     if (tag == "binary") {
-      std::string decoded;
-      if (!decode_base64(result.text, decoded)) {
+      // As go-yaml: Go's base64.StdEncoding after dropping line breaks.
+      auto decoded = encoding::base64_decode(result.text, encoding::Base64Spacing::line_breaks);
+      if (!decoded) {
         throw ConversionError(node.position, "!!binary value contains invalid base64 data");
       }
-      result.text = keep(to_valid_utf8(decoded));
+      result.text = keep(to_valid_utf8(*decoded));
       return result;
     }
     if (tag != "bool" && tag != "int" && tag != "float" && tag != "null") {

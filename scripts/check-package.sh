@@ -25,7 +25,7 @@ done
 dpkg-deb -e "$deb" "$work/control"
 [[ $(cat "$work/control/conffiles") == /etc/kstate/config.yaml ]] || fail "conffiles: $(cat "$work/control/conffiles")"
 depends=$(dpkg-deb -f "$deb" Depends)
-for library in libc6 libssl3 libyaml-cpp0.7 libspdlog1 libstdc++6 libsystemd0; do
+for library in libc6 libssl3 libyaml-cpp0.7 libspdlog1 libstdc++6; do
   grep -q "$library" <<<"$depends" || fail "Depends lacks $library: $depends"
 done
 grep -q 'ExecStart=/usr/bin/kstate daemon --config /etc/kstate/config.yaml' \

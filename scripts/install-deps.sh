@@ -13,9 +13,7 @@ build_packages=(
   libboost-dev libboost-system-dev
   libssl-dev openssl
   rapidjson-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev
-  catch2 libcli11-dev libsystemd-dev libdtl-dev
-)
-packages=("${build_packages[@]}"
+  catch2 libcli11-dev libdtl-dev
   clang clang-format clang-tidy libclang-rt-14-dev lld
   python3
   jq curl time  # bench/run.sh (time: peak memory), whose quick mode CI runs as a smoke check

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/encoding.hpp"
+#include "core/strings.hpp"
 #include "states/writer.hpp"
 
 namespace kstate::states {
@@ -17,16 +18,6 @@ std::string base64url_unpadded(std::string_view bytes) {
   std::replace(text.begin(), text.end(), '+', '-');
   std::replace(text.begin(), text.end(), '/', '_');
   text.erase(std::find(text.begin(), text.end(), '='), text.end());
-  return text;
-}
-
-std::string join(const std::set<std::string>& items) {
-  std::string text;
-  for (const std::string& item : items) {
-    if (!text.empty())
-      text += ",";
-    text += item;
-  }
   return text;
 }
 
@@ -57,7 +48,7 @@ std::string contains_group_kinds(const Inventory& inventory) {
   std::set<std::string> group_kinds;
   for (const InventoryEntry& entry : inventory.entries)
     group_kinds.insert(entry.group.empty() ? entry.kind : entry.kind + "." + entry.group);
-  return join(group_kinds);
+  return strings::join(group_kinds, ",");
 }
 
 json::Document make_parent_secret(const ApplySetParent& parent, std::string_view kstate_version,
@@ -86,7 +77,7 @@ json::Document make_parent_secret(const ApplySetParent& parent, std::string_view
     if (!entry.ns.empty() && entry.ns != parent.ns)
       other_namespaces.insert(entry.ns);
   }
-  json::set_string(annotations, applyset_namespaces_annotation, join(other_namespaces), allocator);
+  json::set_string(annotations, applyset_namespaces_annotation, strings::join(other_namespaces, ","), allocator);
   if (!writer.empty()) {
     json::set_string(annotations, writer_annotation, writer, allocator);
   }

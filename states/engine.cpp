@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -17,7 +16,9 @@
 #include <optional>
 #include <set>
 
+#include "core/crd.hpp"
 #include "core/log_fields.hpp"
+#include "core/signal.hpp"
 #include "states/adoption.hpp"
 #include "states/applyset.hpp"
 #include "states/compare.hpp"
@@ -25,11 +26,13 @@
 #include "states/inventory.hpp"
 #include "states/normalize.hpp"
 #include "states/ordering.hpp"
+#include "states/present_decision.hpp"
 #include "states/prune.hpp"
 #include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
 #include "states/requisites.hpp"
 #include "states/schema_validation.hpp"
+#include "states/state_id_label.hpp"
 #include "states/takeover.hpp"
 
 namespace kstate::states {
@@ -40,8 +43,6 @@ using manifests::Function;
 using manifests::State;
 using manifests::Strategy;
 
-// Label that finds the object a generateName state created in an earlier run.
-constexpr const char* state_id_label = "kstate.io/state-id";
 constexpr int replace_conflict_retries = 5;
 constexpr int apply_conflict_attempts = 8;
 // How long a state whose kind discovery still lists after its path answered 404 waits
@@ -107,10 +108,6 @@ std::string short_hash(std::string_view text) {
 // What a state sees of an object that does not exist.
 const json::Value absent_object;
 
-bool is_crd(const GroupVersionKind& gvk) {
-  return gvk.group == "apiextensions.k8s.io" && gvk.kind == "CustomResourceDefinition";
-}
-
 }  // namespace
 
 std::string ObjectRef::display() const {
@@ -161,8 +158,8 @@ struct Engine::Impl {
     enum class Phase { unread, reading, read };
     Phase phase = Phase::unread;
     std::map<std::string, const json::Value*, std::less<>> objects;
-    // States of the pair wait on it while its read is in flight; cancelled when it ends.
-    std::unique_ptr<asio::steady_timer> read_done;
+    // States of the pair wait on it while its read is in flight; notified when it ends.
+    std::unique_ptr<Signal> read_done;
   };
 
   DynamicClient& client;
@@ -203,8 +200,8 @@ struct Engine::Impl {
     std::size_t slot = 0;  // the Namespace's state
     bool started = false;
     bool done = false;
-    bool absent = false;                           // only when the GET said 404
-    std::unique_ptr<asio::steady_timer> finished;  // cancelled when done
+    bool absent = false;               // only when the GET said 404
+    std::unique_ptr<Signal> finished;  // notified when done
   };
   std::optional<ApiResource> namespaces_resource;                       // set when a Namespace is declared
   std::map<std::string, NamespaceCheck, std::less<>> namespace_checks;  // by declared name
@@ -213,8 +210,8 @@ struct Engine::Impl {
   bool namespaces_read_started = false;
   bool prefetch_running = false;
   bool preparing = false;  // prepare_ahead() is running (it refers to this Impl)
-  std::unique_ptr<asio::steady_timer> prepared_all;
-  std::unique_ptr<asio::steady_timer> prefetch_done;
+  std::unique_ptr<Signal> prepared_all;
+  std::unique_ptr<Signal> prefetch_done;
   // Test mode: Namespaces and CRD kinds that would only be created by this run.
   std::set<std::string> pending_namespaces;
   // Namespaces this run created: kube-controller-manager makes its objects in them a
@@ -233,7 +230,7 @@ struct Engine::Impl {
   // path the server does not serve; the others wait for that read.
   bool rediscovery_started = false;
   std::optional<Status> rediscovery;
-  std::unique_ptr<asio::steady_timer> rediscovery_done;
+  std::unique_ptr<Signal> rediscovery_done;
   // Warning texts already logged by this run (each is logged once per run).
   std::set<std::string, std::less<>> logged_warnings;
   bool discovery_stale = false;  // a request found a path discovery listed not served (served())
@@ -245,7 +242,7 @@ struct Engine::Impl {
   // crd_of_kind: the LIST of CustomResourceDefinitions, once per run.
   bool crd_list_started = false;
   std::optional<Result<json::Document>> crd_list;
-  std::unique_ptr<asio::steady_timer> crd_list_done;
+  std::unique_ptr<Signal> crd_list_done;
 
   Impl(DynamicClient& c, KindResolver& r, const EngineOptions& o, std::vector<State>& s)
       : client(c), resolver(r), options(o), states(s), slots(s.size()) {}
@@ -488,7 +485,7 @@ struct Engine::Impl {
     }
     set.phase = read_ok ? LiveSet::Phase::read : LiveSet::Phase::unread;
     if (set.read_done) {
-      set.read_done->cancel();
+      set.read_done->notify();
     }
   }
 
@@ -515,12 +512,10 @@ struct Engine::Impl {
       co_return;
     }
     if (!check.finished) {
-      check.finished = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                            asio::steady_timer::time_point::max());
+      check.finished = std::make_unique<Signal>(co_await asio::this_coro::executor);
     }
     while (!check.done) {
-      boost::system::error_code ignored;
-      co_await check.finished->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await check.finished->wait();
     }
   }
 
@@ -575,7 +570,7 @@ struct Engine::Impl {
       ~MarkDone() {
         state.done = true;
         if (state.finished) {
-          state.finished->cancel();
+          state.finished->notify();
         }
       }
     } mark_done{state};
@@ -591,12 +586,10 @@ struct Engine::Impl {
       co_return;
     }
     if (!set.read_done) {
-      set.read_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                           asio::steady_timer::time_point::max());
+      set.read_done = std::make_unique<Signal>(co_await asio::this_coro::executor);
     }
     while (set.phase == LiveSet::Phase::reading) {
-      boost::system::error_code ignored;
-      co_await set.read_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await set.read_done->wait();
     }
   }
 
@@ -725,12 +718,11 @@ struct Engine::Impl {
   // The reads and the preparation started by Engine::start have ended (their
   // coroutines refer to this Impl).
   asio::awaitable<void> background_finished() {
-    boost::system::error_code ignored;
     while (prefetch_running) {
-      co_await prefetch_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await prefetch_done->wait();
     }
     while (preparing) {
-      co_await prepared_all->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await prepared_all->wait();
     }
   }
 
@@ -815,7 +807,7 @@ struct Engine::Impl {
     auto executor = co_await asio::this_coro::executor;
     std::size_t next = 0;
     std::size_t running = 0;
-    asio::steady_timer all_done(executor, asio::steady_timer::time_point::max());
+    Signal all_done(executor);
     std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
     for (std::size_t w = 0; w < workers; ++w) {
       ++running;
@@ -828,13 +820,12 @@ struct Engine::Impl {
           },
           [&](std::exception_ptr) {
             if (--running == 0) {
-              all_done.cancel();
+              all_done.notify();
             }
           });
     }
-    if (running > 0) {
-      boost::system::error_code ignored;
-      co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    while (running > 0) {
+      co_await all_done.wait();
     }
   }
 
@@ -880,10 +871,9 @@ struct Engine::Impl {
     }
     std::size_t finished = 0;
     std::size_t running = 0;
-    // Expires never; cancel() wakes every idle worker (its expiry is never reset, so
-    // waiting workers do not cancel each other).
-    asio::steady_timer wakeup(executor, asio::steady_timer::time_point::max());
-    asio::steady_timer all_done(executor, asio::steady_timer::time_point::max());
+    // Wakes every idle worker when a node completes (its dependents may be ready).
+    Signal wakeup(executor);
+    Signal all_done(executor);
     auto complete = [&](std::size_t node) {
       ++finished;
       for (std::size_t dependent : plan.dependents[node]) {
@@ -891,7 +881,7 @@ struct Engine::Impl {
           ready.push_back(dependent);
         }
       }
-      wakeup.cancel();
+      wakeup.notify();
     };
     std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
     for (std::size_t w = 0; w < workers; ++w) {
@@ -901,8 +891,7 @@ struct Engine::Impl {
           [&]() -> asio::awaitable<void> {
             while (finished < count) {
               if (ready.empty()) {
-                boost::system::error_code ignored;
-                co_await wakeup.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+                co_await wakeup.wait();
                 continue;
               }
               std::size_t node = ready.front();
@@ -918,13 +907,12 @@ struct Engine::Impl {
               spdlog::error("internal error in the states engine");
             }
             if (--running == 0) {
-              all_done.cancel();
+              all_done.notify();
             }
           });
     }
-    if (running > 0) {
-      boost::system::error_code ignored;
-      co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    while (running > 0) {
+      co_await all_done.wait();
     }
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i].selected && !slots[i].done) {
@@ -1084,16 +1072,14 @@ struct Engine::Impl {
         crd_list = Error(ErrorKind::internal, failure.what());  // the waiters must not wait forever
       }
       if (crd_list_done) {
-        crd_list_done->cancel();
+        crd_list_done->notify();
       }
     }
     while (!crd_list) {
       if (!crd_list_done) {
-        crd_list_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                             asio::steady_timer::time_point::max());
+        crd_list_done = std::make_unique<Signal>(co_await asio::this_coro::executor);
       }
-      boost::system::error_code ignored;
-      co_await crd_list_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await crd_list_done->wait();
     }
     if (!crd_list->ok()) {
       co_return crd_list->error();
@@ -1835,51 +1821,68 @@ struct Engine::Impl {
       live = *got;
       co_await namespace_check_finished(index);
     }
-    if (json::find_path(*live, {"metadata", "deletionTimestamp"}) != nullptr) {
-      // Being deleted (finalizers still running; a Namespace emptying itself): whatever
-      // is written now goes with it, and "already good" would be untrue once it is gone.
-      // Nothing is sent: the next cycle creates it again.
-      slot.prepared.reset();
-      std::string comment = slot.ref.display() + " is being deleted (since " +
-                            string_at(*live, {"metadata", "deletionTimestamp"}) +
-                            "): it is created again once it is gone";
-      if (options.test_mode) {
-        slot.done = true;
-        slot.result.result = std::nullopt;
-        slot.result.comment = comment;
-      } else {
-        fail(index, comment + ", by the next cycle");
-      }
-      co_return;
+    // The facts, then one decision (states/present_decision.hpp), then its action.
+    PresentFacts facts;
+    facts.exists = !live->IsNull();
+    facts.being_deleted = json::find_path(*live, {"metadata", "deletionTimestamp"}) != nullptr;
+    facts.named = !slot.ref.name.empty();
+    facts.strategy = state.strategy;
+    facts.takeover_disabled = state.takeover_disabled;
+    json::Document desired;
+    if (!(facts.exists && facts.being_deleted)) {
+      desired = slot.prepared ? std::move(*slot.prepared) : desired_object(index);
     }
-    json::Document desired = slot.prepared ? std::move(*slot.prepared) : desired_object(index);
     slot.prepared.reset();
-    if (!live->IsNull()) {
+    if (facts.exists && !facts.being_deleted) {
       manifests::leave_fields_to_others(desired, *live, ignored_fields(index));
     }
-    if (!live->IsNull() && state.strategy == Strategy::create_only) {
-      succeed(index, "already exists (create-only: never updated)");
-      // Not written, so not recorded as applied; but a wait still means "until ready".
-      if (!options.test_mode && (is_crd(slot.ref.gvk) || wants_wait(state.wait))) {
-        co_await wait_ready(index, *live);
+    if (facts.exists && !facts.being_deleted && facts.strategy != Strategy::create_only &&
+        !options.ownership_labels.empty()) {
+      facts.adoption_refused = !may_adopt(index, *live);  // (when refused: failed, saying why)
+    }
+    if (facts.exists && !facts.being_deleted && !facts.adoption_refused) {
+      facts.kubectl_applied = has_last_applied(*live) && !has_last_applied(desired);
+      facts.live_has_config_hash = !recorded_config_hash(*live).empty();
+      facts.config_hash_matches = recorded_config_hash(*live) == recorded_config_hash(desired);
+      facts.stored_subset = facts.config_hash_matches && is_stored_subset(desired, *live, stored_form(slot));
+    }
+    const PresentDecision decision = decide_present(facts);
+    switch (decision.action) {
+      case PresentAction::skip_being_deleted: {
+        // Being deleted (finalizers still running; a Namespace emptying itself): whatever
+        // is written now goes with it, and "already good" would be untrue once it is gone.
+        // Nothing is sent: the next cycle creates it again.
+        std::string comment = slot.ref.display() + " is being deleted (since " +
+                              string_at(*live, {"metadata", "deletionTimestamp"}) +
+                              "): it is created again once it is gone";
+        if (options.test_mode) {
+          slot.done = true;
+          slot.result.result = std::nullopt;
+          slot.result.comment = comment;
+        } else {
+          fail(index, comment + ", by the next cycle");
+        }
+        co_return;
       }
-      co_return;
+      case PresentAction::keep_create_only:
+        succeed(index, "already exists (create-only: never updated)");
+        // Not written, so not recorded as applied; but a wait still means "until ready".
+        if (!options.test_mode && (is_crd(slot.ref.gvk) || wants_wait(state.wait))) {
+          co_await wait_ready(index, *live);
+        }
+        co_return;
+      case PresentAction::refuse_adoption:
+        co_return;  // (failed by may_adopt, saying why)
+      case PresentAction::already_good:
+        succeed(index, "already good");
+        co_await after_present(index, *live);
+        co_return;
+      case PresentAction::create:
+      case PresentAction::replace:
+      case PresentAction::apply:
+        break;
     }
-    if (!live->IsNull() && !options.ownership_labels.empty() && !may_adopt(index, *live)) {
-      co_return;  // (failed, saying why)
-    }
-    // Fields other managers wrote are taken over on kstate's first apply of an object it
-    // did not make (no configuration hash of its own), and whenever `kubectl apply` left
-    // its last-applied annotation on it (a client-side apply since).
-    const bool may_take_over = !live->IsNull() && state.strategy == Strategy::apply && !state.takeover_disabled;
-    const bool applied_by_kubectl = may_take_over && has_last_applied(*live) && !has_last_applied(desired);
-    if (!live->IsNull() && !applied_by_kubectl && recorded_config_hash(*live) == recorded_config_hash(desired) &&
-        is_stored_subset(desired, *live, stored_form(slot))) {
-      succeed(index, "already good");
-      co_await after_present(index, *live);
-      co_return;
-    }
-    const bool taking_over = may_take_over && (applied_by_kubectl || recorded_config_hash(*live).empty());
+    const bool taking_over = decision.take_over;
     if (taking_over) {
       if (auto taken = co_await take_over(index, *live); !taken.ok()) {
         fail(index, "taking over the fields of other managers: " + taken.error().describe());
@@ -1887,9 +1890,9 @@ struct Engine::Impl {
       }
     }
     Result<json::Document> written = Error(ErrorKind::internal, "not sent");
-    if (live->IsNull() && (slot.ref.name.empty() || state.strategy != Strategy::apply)) {
+    if (decision.action == PresentAction::create) {
       written = co_await create(slot, desired);
-    } else if (state.strategy == Strategy::replace) {
+    } else if (decision.action == PresentAction::replace) {
       written = co_await replace(index, desired, live);
       auto refreshed = co_await live_object(index);
       live = refreshed.ok() ? *refreshed : &absent_object;
@@ -1957,16 +1960,14 @@ struct Engine::Impl {
         rediscovery = Status(Error(ErrorKind::internal, failure.what()));  // the waiters must not wait forever
       }
       if (rediscovery_done) {
-        rediscovery_done->cancel();
+        rediscovery_done->notify();
       }
     }
     while (!rediscovery) {
       if (!rediscovery_done) {
-        rediscovery_done = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                                asio::steady_timer::time_point::max());
+        rediscovery_done = std::make_unique<Signal>(co_await asio::this_coro::executor);
       }
-      boost::system::error_code ignored;
-      co_await rediscovery_done->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await rediscovery_done->wait();
     }
     if (!rediscovery->ok()) {
       fail(index, refused.describe() + " (reading discovery again failed: " + rediscovery->error().describe() + ")");
@@ -2624,23 +2625,23 @@ asio::awaitable<void> Engine::start(std::vector<manifests::State>& states) {
   auto executor = co_await asio::this_coro::executor;
   impl.plan_prefetch(**impl.planned);
   impl.prefetch_running = true;
-  impl.prefetch_done = std::make_unique<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+  impl.prefetch_done = std::make_unique<Signal>(executor);
   asio::co_spawn(executor, impl.prefetch(), [&impl](std::exception_ptr failure) {
     if (failure) {
       spdlog::error("internal error while reading live objects");
     }
     impl.prefetch_running = false;
-    impl.prefetch_done->cancel();
+    impl.prefetch_done->notify();
   });
   if (options_.prepare_ahead) {
     impl.preparing = true;
-    impl.prepared_all = std::make_unique<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+    impl.prepared_all = std::make_unique<Signal>(executor);
     asio::co_spawn(executor, impl.prepare_ahead(**impl.planned), [&impl](std::exception_ptr failure) {
       if (failure) {
         spdlog::error("internal error while preparing objects");  // present() builds them instead
       }
       impl.preparing = false;
-      impl.prepared_all->cancel();
+      impl.prepared_all->notify();
     });
   }
 }

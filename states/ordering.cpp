@@ -11,15 +11,13 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/crd.hpp"
+
 namespace kstate::states {
 
 namespace {
 
 constexpr std::size_t no_node = std::numeric_limits<std::size_t>::max();
-
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
 
 // Position in the run: creates/updates by tier, then deletes by reverse tier.
 int position_of(const PlanItem& item) {
@@ -221,7 +219,7 @@ Tier tier_of(std::string_view group, std::string_view kind) {
     if (kind == "ServiceAccount")
       return Tier::service_accounts;
   }
-  if (group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition")
+  if (is_crd(group, kind))
     return Tier::custom_resource_definitions;
   if (group == "rbac.authorization.k8s.io") {
     if (kind == "ClusterRole" || kind == "Role")
@@ -229,7 +227,7 @@ Tier tier_of(std::string_view group, std::string_view kind) {
     if (kind == "ClusterRoleBinding" || kind == "RoleBinding")
       return Tier::role_bindings;
   }
-  if (kind.size() > 5 && ends_with(kind, "Class"))
+  if (kind.size() > 5 && kind.ends_with("Class"))
     return Tier::classes;
   return Tier::rest;
 }

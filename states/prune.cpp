@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/crd.hpp"
 #include "manifests/conventions.hpp"
 #include "states/applyset.hpp"
 #include "states/ordering.hpp"
@@ -42,7 +43,7 @@ bool is_namespace(const ObjectKey& key) {
   return tier_of(key.group, key.kind) == Tier::namespaces;
 }
 bool is_crd(const ObjectKey& key) {
-  return tier_of(key.group, key.kind) == Tier::custom_resource_definitions;
+  return kstate::is_crd(key.group, key.kind);
 }
 
 // A CRD is named <plural>.<group>: without the live spec, its group is all we know.

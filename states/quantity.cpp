@@ -4,11 +4,12 @@
 // same family). Magnitudes are held in 128 bits: anything larger has no answer here.
 #include "states/quantity.hpp"
 
-#include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <utility>
+#include <cstdlib>
+#include <iterator>
+
+#include "core/quantity.hpp"
 
 namespace kstate::states {
 namespace {
@@ -16,53 +17,13 @@ namespace {
 // (__extension__: GCC's 128-bit integer under -Wpedantic)
 __extension__ typedef unsigned __int128 Magnitude;
 
-enum class Format { decimal_si, binary_si, decimal_exponent };
+using quantity::Format;
+using quantity::Suffix;
 
-struct Suffix {
-  int base = 10;
-  int exponent = 0;
-  Format format = Format::decimal_si;
-};
-
-constexpr std::array<std::pair<std::string_view, int>, 10> decimal_suffixes{
-    {{"n", -9}, {"u", -6}, {"m", -3}, {"", 0}, {"k", 3}, {"M", 6}, {"G", 9}, {"T", 12}, {"P", 15}, {"E", 18}}};
-constexpr std::array<std::pair<std::string_view, int>, 7> binary_suffixes{
-    {{"", 0}, {"Ki", 10}, {"Mi", 20}, {"Gi", 30}, {"Ti", 40}, {"Pi", 50}, {"Ei", 60}}};
 // Exponents beyond these are left to the server (no canonical form here).
 constexpr int largest_exponent = 40;
 constexpr Magnitude max_int64 = (Magnitude{1} << 63) - 1;
 constexpr Magnitude max_magnitude = ~Magnitude{0} >> 2;
-
-std::optional<Suffix> interpret(std::string_view suffix) {
-  for (const auto& [text, exponent] : decimal_suffixes) {
-    if (suffix == text) {
-      return Suffix{10, exponent, Format::decimal_si};
-    }
-  }
-  for (const auto& [text, exponent] : binary_suffixes) {
-    if (!text.empty() && suffix == text) {
-      return Suffix{2, exponent, Format::binary_si};
-    }
-  }
-  if (suffix.size() > 1 && (suffix[0] == 'e' || suffix[0] == 'E')) {
-    std::string_view digits = suffix.substr(1);
-    if (digits[0] == '+') {
-      digits.remove_prefix(1);  // strconv.ParseInt takes a '+', from_chars does not
-    }
-    int exponent = 0;
-    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), exponent);
-    if (error != std::errc() || end != digits.data() + digits.size() || digits.empty() ||
-        std::abs(exponent) > largest_exponent) {
-      return std::nullopt;
-    }
-    return Suffix{10, exponent, Format::decimal_exponent};
-  }
-  return std::nullopt;
-}
-
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
 
 std::optional<Magnitude> to_magnitude(std::string_view digits) {
   Magnitude value = 0;
@@ -118,14 +79,14 @@ std::optional<std::string> canonical_text(bool negative, Magnitude magnitude, in
     if (whole && *whole >= 1024) {
       Magnitude amount = *whole;
       std::size_t power = 0;
-      while (amount % 1024 == 0 && power + 1 < binary_suffixes.size()) {
+      while (amount % 1024 == 0 && power + 1 < std::size(quantity::binary_suffixes)) {
         amount /= 1024;
         ++power;
       }
       if (amount % 1024 == 0) {
         return std::nullopt;
       }
-      return sign + to_text(amount) + std::string(binary_suffixes[power].first);
+      return sign + to_text(amount) + std::string(quantity::binary_suffixes[power].suffix);
     }
     format = Format::decimal_si;
   }
@@ -143,7 +104,7 @@ std::optional<std::string> canonical_text(bool negative, Magnitude magnitude, in
   if (format == Format::decimal_exponent) {
     return sign + to_text(magnitude) + (exponent == 0 ? "" : "e" + std::to_string(exponent));
   }
-  for (const auto& [text, suffix_exponent] : decimal_suffixes) {
+  for (const auto& [text, suffix_exponent] : quantity::decimal_suffixes) {
     if (suffix_exponent == exponent) {
       return sign + to_text(magnitude) + std::string(text);
     }
@@ -160,41 +121,15 @@ std::optional<std::string> canonical_quantity(std::string_view text) {
   if (text == "0") {
     return std::string(text);
   }
-  // parseQuantityString: sign, leading zeros, numerator, '.', denominator, suffix.
-  std::size_t position = 0;
-  bool negative = false;
-  if (text[0] == '-' || text[0] == '+') {
-    negative = text[0] == '-';
-    ++position;
-  }
-  while (position < text.size() && text[position] == '0') {
-    ++position;
-  }
-  const std::size_t num_start = position;
-  while (position < text.size() && is_digit(text[position])) {
-    ++position;
-  }
-  std::string num(text.substr(num_start, position - num_start));
-  const bool had_digits = num_start > (text[0] == '-' || text[0] == '+' ? 1U : 0U) || !num.empty();
-  if (num.empty()) {
-    num = "0";
-  }
-  std::string denom;
-  if (position < text.size() && text[position] == '.') {
-    ++position;
-    const std::size_t denom_start = position;
-    while (position < text.size() && is_digit(text[position])) {
-      ++position;
-    }
-    denom = std::string(text.substr(denom_start, position - denom_start));
-  }
-  if (!had_digits && denom.empty()) {
-    return std::nullopt;  // no digits at all ("", "-", ".", "Gi")
-  }
-  auto suffix = interpret(text.substr(position));
-  if (!suffix) {
+  auto parts = quantity::split(text);
+  if (!parts ||
+      (parts->suffix.format == Format::decimal_exponent && std::abs(parts->suffix.exponent) > largest_exponent)) {
     return std::nullopt;
   }
+  const bool negative = parts->negative;
+  const std::string num = parts->whole.empty() ? std::string("0") : std::string(parts->whole);
+  const std::string denom(parts->fraction);
+  const Suffix* suffix = &parts->suffix;
   const std::string shifted = num + denom;
   auto magnitude = to_magnitude(shifted);
   if (!magnitude || shifted.size() > 36) {

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <set>
 
@@ -35,7 +34,7 @@ std::shared_ptr<ReadAhead> ReadAhead::start(DynamicClient& client, KindResolver&
   ahead->label_selector_ = std::move(label_selector);
   for (const GroupVersionKind& gvk : kinds) {
     Listing& listing = ahead->listings_[key_of(gvk)];
-    listing.answered = std::make_unique<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+    listing.answered = std::make_unique<Signal>(executor);
   }
   for (const GroupVersionKind& gvk : kinds) {
     // The coroutine holds the object: it lives until every LIST has ended.
@@ -62,13 +61,12 @@ asio::awaitable<void> ReadAhead::list(Key key, GroupVersionKind gvk) {
     listing.answer = co_await client_->list(*listing.resource, all_namespaces, owned);
   }
   listing.done = true;
-  listing.answered->cancel();
+  listing.answered->notify();
 }
 
 asio::awaitable<void> ReadAhead::wait(Listing& listing) {
-  boost::system::error_code ignored;
   while (!listing.done) {
-    co_await listing.answered->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    co_await listing.answered->wait();
   }
 }
 

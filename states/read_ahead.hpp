@@ -13,7 +13,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +21,7 @@
 
 #include "core/dynamic_client.hpp"
 #include "core/gvk.hpp"
+#include "core/signal.hpp"
 #include "states/engine.hpp"
 #include "states/inventory.hpp"
 
@@ -57,7 +57,7 @@ class ReadAhead : public std::enable_shared_from_this<ReadAhead> {
     bool taken = false;
     std::optional<ApiResource> resource;  // what the kind resolved to
     Result<json::Document> answer = Error(ErrorKind::internal, "not listed yet");
-    std::unique_ptr<asio::steady_timer> answered;  // cancelled when done
+    std::unique_ptr<Signal> answered;  // notified when done
   };
   using Key = std::tuple<std::string, std::string, std::string>;  // group, version, kind
   static Key key_of(const GroupVersionKind& gvk) { return {gvk.group, gvk.version, gvk.kind}; }

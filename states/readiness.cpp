@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/crd.hpp"
 #include "core/untrusted_text.hpp"
 
 namespace kstate::states {
@@ -257,7 +258,7 @@ ReadinessCheck check_ready(const json::Value& object) {
   const std::string kind(json::string_or(json::find(object, "kind"), ""));
   const std::string group =
       api_version.find('/') == std::string::npos ? "" : api_version.substr(0, api_version.find('/'));
-  if (group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition")
+  if (is_crd(group, kind))
     return check_crd_ready(object);
   if (group.empty() && kind == "Namespace")
     return check_namespace_ready(object);

@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
@@ -16,9 +14,13 @@
 #include <optional>
 #include <tuple>
 
+#include "core/crd.hpp"
 #include "core/log_fields.hpp"
+#include "core/signal.hpp"
+#include "core/strings.hpp"
 #include "states/inventory.hpp"
 #include "states/prune.hpp"
+#include "states/state_id_label.hpp"
 
 namespace kstate::states {
 
@@ -34,14 +36,6 @@ struct CycleStart::Parent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string out;
-  for (const auto& part : parts) {
-    out += (out.empty() ? "" : std::string(separator)) + part;
-  }
-  return out;
-}
 
 // Named lvalues for every coroutine argument (GCC 12 mis-destroys temporaries bound
 // to coroutine parameters).
@@ -117,7 +111,6 @@ StateResult prune_result(const InventoryEntry& entry) {
 // Pending entries of generateName states are named "<marker><prefix>" (':' cannot
 // occur in an object name); the engine labels the objects such states create.
 constexpr std::string_view generate_name_marker = "generateName:";
-constexpr std::string_view state_id_label_key = "kstate.io/state-id";
 
 std::string label_of(const json::Value& object, const std::string& key) {
   return std::string(json::string_or(json::find_path(object, {"metadata", "labels", key}), ""));
@@ -125,9 +118,6 @@ std::string label_of(const json::Value& object, const std::string& key) {
 
 bool is_namespace_kind(const std::string& group, const std::string& kind) {
   return group.empty() && kind == "Namespace";
-}
-bool is_crd_kind(const std::string& group, const std::string& kind) {
-  return group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition";
 }
 
 // Objects the cluster itself keeps in every namespace or derives from others: they
@@ -194,7 +184,7 @@ asio::awaitable<std::map<ObjectKey, ContainerHold>> containers_held(DynamicClien
     }
     if (is_namespace_kind(entry.group, entry.kind)) {
       namespaces.push_back(&entry);
-    } else if (is_crd_kind(entry.group, entry.kind)) {
+    } else if (is_crd(entry.group, entry.kind)) {
       crds.push_back(&entry);
     }
   }
@@ -260,7 +250,8 @@ asio::awaitable<std::map<ObjectKey, ContainerHold>> containers_held(DynamicClien
     unknowable = "API discovery could not be revalidated (" + revalidated.error().describe() +
                  "), so the kinds it may hold are not known";
   } else if (auto unavailable = resolver.unavailable_group_versions(); !unavailable.empty()) {
-    unknowable = "API discovery lacks " + join(unavailable, "; ") + ", so the kinds it may hold are not all known";
+    unknowable =
+        "API discovery lacks " + strings::join(unavailable, "; ") + ", so the kinds it may hold are not all known";
   }
   auto resources = co_await resolver.resources();
   if (!unknowable && !resources.ok()) {
@@ -436,7 +427,7 @@ asio::awaitable<void> recover_pending(DynamicClient& client, KindResolver& resol
         bool found_any = false;
         for (const auto& [name, item] : by_name) {
           ObjectKey key{entry.group, entry.kind, ns, name};
-          if (name.starts_with(prefix) && !label_of(*item, std::string(state_id_label_key)).empty() &&
+          if (name.starts_with(prefix) && !label_of(*item, std::string(state_id_label)).empty() &&
               label_of(*item, std::string(managed_by_label)) == managed_by_value && inventory.find(key) == nullptr &&
               declared.count(key) == 0) {
             InventoryEntry created = entry;
@@ -514,8 +505,7 @@ asio::awaitable<Status> write_parent(DynamicClient& client, const ParentSecret& 
 class InFlightWrite {
  public:
   explicit InFlightWrite(const asio::any_io_executor& executor)
-      : executor_(executor),
-        ended_(std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max())) {}
+      : executor_(executor), ended_(std::make_shared<Signal>(executor)) {}
 
   void start(asio::awaitable<Status> write) {
     auto wait_for = [](asio::awaitable<Status> pending,
@@ -527,21 +517,20 @@ class InFlightWrite {
                      if (failure) {
                        *result = Status(Error(ErrorKind::internal, "internal error while writing the ApplySet parent"));
                      }
-                     ended->cancel();
+                     ended->notify();
                    });
   }
 
   asio::awaitable<Status> finished() {
     while (!result_->has_value()) {
-      boost::system::error_code ignored;
-      co_await ended_->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      co_await ended_->wait();
     }
     co_return std::move(**result_);
   }
 
  private:
   asio::any_io_executor executor_;
-  std::shared_ptr<asio::steady_timer> ended_;
+  std::shared_ptr<Signal> ended_;
   std::shared_ptr<std::optional<Status>> result_ = std::make_shared<std::optional<Status>>();
 };
 
@@ -572,6 +561,165 @@ void declare_generated(const std::vector<manifests::State>& states, const Invent
         declared.insert(entry.key());
       }
     }
+  }
+}
+
+// The writer the parent records (kstate.io/writer), if any.
+std::optional<std::string> recorded_writer_of(const ParentSecret& parent) {
+  if (parent.object.IsNull()) {
+    return std::nullopt;
+  }
+  const json::Value* annotation =
+      json::find_path(parent.object, {"metadata", "annotations", std::string(writer_annotation)});
+  if (annotation == nullptr || !annotation->IsString()) {
+    return std::nullopt;
+  }
+  return std::string(annotation->GetString(), annotation->GetStringLength());
+}
+
+// Step "writer", when this writer claims the set: what it does not declare was another
+// writer's (or is from before kstate recorded writers) and is marked inherited, never
+// pruned by it. How many entries were newly marked.
+std::size_t inherit_undeclared(Inventory& inventory, const std::set<ObjectKey>& declared) {
+  std::size_t inherited = 0;
+  for (InventoryEntry& entry : inventory.entries) {
+    if (declared.count(entry.key()) == 0 && !is_inherited(entry)) {
+      mark_inherited(entry);
+      ++inherited;
+    }
+  }
+  return inherited;
+}
+
+// Step "record pending": this cycle's intents become pending entries, unless recorded
+// meanwhile (recover_pending) or already pending from an earlier cycle. Sorted first,
+// so that both lists are walked once: a cold apply of N objects has N intents.
+void add_pending(Inventory& inventory, std::vector<InventoryEntry> intents, bool earlier_pending,
+                 std::chrono::system_clock::time_point now) {
+  const auto by_key = [](const InventoryEntry& a, const InventoryEntry& b) { return a.key_fields() < b.key_fields(); };
+  std::stable_sort(intents.begin(), intents.end(), by_key);
+  // Declared twice: the first counts.
+  const auto same_key = [](const InventoryEntry& a, const InventoryEntry& b) {
+    return a.key_fields() == b.key_fields();
+  };
+  intents.erase(std::unique(intents.begin(), intents.end(), same_key), intents.end());
+  std::vector<InventoryEntry>& pending = inventory.pending;
+  const std::size_t earlier = pending.size();  // sorted by key, one per key
+  std::size_t at = 0;
+  for (InventoryEntry& intent : intents) {
+    if (earlier_pending && inventory.find(intent.key()) != nullptr) {
+      continue;
+    }
+    while (at < earlier && by_key(pending[at], intent)) {
+      ++at;
+    }
+    if (at < earlier && pending[at].key_fields() == intent.key_fields()) {
+      // Applied again by this cycle, which may die with that request in flight
+      // too: the grace period starts again when a later cycle finds it missing.
+      if (!pending[at].since) {
+        pending[at].since = now;
+      }
+      pending[at].missing_since.reset();
+      continue;
+    }
+    intent.since = now;
+    pending.push_back(std::move(intent));
+  }
+  std::inplace_merge(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(earlier), pending.end(), by_key);
+}
+
+// Step "prune", what it keeps: each entry kept for a cause is told in the report's
+// notes; those kept for a cause of their own (still has members, prune disabled, ...)
+// are also reported so that the daemon does not ask for another cycle for them.
+void report_kept(const PruneDecision& decision, RunReport& report) {
+  for (const KeptEntry& kept : decision.kept) {
+    switch (kept.reason) {
+      case KeepReason::still_has_members:
+      case KeepReason::holds_unmanaged:
+      case KeepReason::contents_unknown:
+      case KeepReason::inherited:
+      case KeepReason::prune_disabled:
+        // (They stay in the inventory; those with another UID or without kstate's
+        // labels are forgotten.)
+        report.kept_for_cause.insert(kept.entry.key());
+        [[fallthrough]];
+      case KeepReason::source_held:  // (pruned once its file settles: asked for again)
+      case KeepReason::labels_removed:
+      case KeepReason::uid_mismatch:
+      case KeepReason::not_checked:
+        report.notes.push_back(describe_entry(kept.entry) + " not pruned: " + to_string(kept.reason) +
+                               (kept.detail.empty() ? "" : " (" + kept.detail + ")"));
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// Step "write back": the inventory after this cycle, what it applied recorded and what
+// it pruned forgotten. What stays pending: what this cycle meant to apply but did not
+// record (a state failed, perhaps after the server created the object); the next cycle
+// looks.
+Inventory next_inventory(const Inventory& loaded, const std::vector<InventoryEntry>& applied,
+                         const std::vector<ObjectKey>& removed, const std::string& default_namespace) {
+  Inventory next = merge_inventory(loaded, applied, removed);
+  for (const InventoryEntry& entry : loaded.pending) {
+    ObjectKey defaulted{entry.group, entry.kind, default_namespace, entry.name};
+    if (next.find(entry.key()) == nullptr && (!entry.ns.empty() || next.find(defaulted) == nullptr)) {
+      next.pending.push_back(entry);
+    }
+  }
+  return next;
+}
+
+// Step "prune", the deletes, in the decision's order: each with the recorded UID as
+// precondition (never a re-created object), Background propagation, a dry run in test
+// mode. What is gone joins `removed` (real mode); a failed delete stays recorded and is
+// retried next cycle.
+asio::awaitable<void> delete_pruned(DynamicClient& client, KindResolver& resolver,
+                                    const std::vector<PlannedDelete>& deletes, bool test_mode, RunReport& report,
+                                    std::vector<ObjectKey>& removed) {
+  for (const auto& planned : deletes) {
+    auto prune_started = Clock::now();
+    StateResult result = prune_result(planned.entry);
+    GroupVersionKind gvk{planned.entry.group, planned.entry.version, planned.entry.kind};
+    auto resource = co_await resolver.resolve(gvk);
+    if (!resource.ok()) {
+      result.result = false;
+      result.comment = "prune: " + resource.error().describe();
+    } else {
+      DeleteOptions remove;
+      remove.dry_run = test_mode;
+      remove.propagation_policy = "Background";
+      remove.precondition_uid = planned.entry.uid;  // never delete a re-created object
+      std::string ns = resource->namespaced ? planned.entry.ns : std::string();
+      std::string name = planned.entry.name;
+      auto deleted = co_await client.remove(*resource, ns, name, remove);
+      if (deleted.ok() || deleted.error().kind == ErrorKind::not_found) {
+        result.result = test_mode ? std::optional<bool>() : std::optional<bool>(true);
+        result.comment =
+            test_mode ? "would be pruned (no longer in any manifest)" : "pruned (no longer in any manifest)";
+        json::set_string(result.changes, "deleted", result.name, result.changes.GetAllocator());
+        result.change = Change::pruned;
+        if (!test_mode) {
+          removed.push_back(planned.entry.key());
+          LogFields fields;
+          fields.kind = planned.entry.kind;
+          fields.namespace_name = planned.entry.ns;
+          fields.name = planned.entry.name;
+          fields.action = "pruned";
+          fields.file = planned.entry.source;
+          fields.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - prune_started).count();
+          log_with(fields, spdlog::level::info, "pruned {} (was declared in {})", result.name, planned.entry.source);
+        }
+      } else {
+        // Stays in the inventory and is retried next cycle.
+        result.result = false;
+        result.comment = "prune failed: " + deleted.error().describe();
+      }
+    }
+    result.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - prune_started).count();
+    report.results.push_back(std::move(result));
   }
 }
 
@@ -656,14 +804,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   std::vector<std::string> report_notes_before;
   std::string recorded_writer;
   if (options.writer && parent.readable && !parent.none) {
-    std::optional<std::string> recorded;
-    if (!parent.object.IsNull()) {
-      if (const json::Value* annotation =
-              json::find_path(parent.object, {"metadata", "annotations", std::string(writer_annotation)});
-          annotation != nullptr && annotation->IsString()) {
-        recorded = std::string(annotation->GetString(), annotation->GetStringLength());
-      }
-    }
+    std::optional<std::string> recorded = recorded_writer_of(parent);
     recorded_writer = recorded.value_or("");
     verdict = decide_writer(recorded, *options.writer, options.leader_elected);
     if (verdict == WriterVerdict::conflict && !test_mode) {
@@ -740,38 +881,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     // Pending from now on, unless recorded meanwhile (recover_pending) or already pending
     // from an earlier cycle. Sorted first, so that both lists are walked once: a cold
     // apply of N objects has N intents.
-    const auto by_key = [](const InventoryEntry& a, const InventoryEntry& b) {
-      return a.key_fields() < b.key_fields();
-    };
-    std::stable_sort(intents.begin(), intents.end(), by_key);
-    // Declared twice: the first counts.
-    const auto same_key = [](const InventoryEntry& a, const InventoryEntry& b) {
-      return a.key_fields() == b.key_fields();
-    };
-    intents.erase(std::unique(intents.begin(), intents.end(), same_key), intents.end());
-    std::vector<InventoryEntry>& pending = loaded.inventory.pending;
-    const std::size_t earlier = pending.size();  // sorted by key, one per key
-    std::size_t at = 0;
-    for (InventoryEntry& intent : intents) {
-      if (earlier_pending && loaded.inventory.find(intent.key()) != nullptr) {
-        continue;
-      }
-      while (at < earlier && by_key(pending[at], intent)) {
-        ++at;
-      }
-      if (at < earlier && pending[at].key_fields() == intent.key_fields()) {
-        // Applied again by this cycle, which may die with that request in flight
-        // too: the grace period starts again when a later cycle finds it missing.
-        if (!pending[at].since) {
-          pending[at].since = now;
-        }
-        pending[at].missing_since.reset();
-        continue;
-      }
-      intent.since = now;
-      pending.push_back(std::move(intent));
-    }
-    std::inplace_merge(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(earlier), pending.end(), by_key);
+    add_pending(loaded.inventory, std::move(intents), earlier_pending, now);
     if (!(loaded.inventory == original)) {
       // loaded.inventory is not changed until the record is answered.
       record.emplace(co_await asio::this_coro::executor);
@@ -845,13 +955,7 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     // from before kstate recorded writers), and it never prunes that.
     std::set<ObjectKey> declared = report.declared;
     declare_generated(states, loaded.inventory, declared);
-    std::size_t inherited = 0;
-    for (InventoryEntry& entry : loaded.inventory.entries) {
-      if (declared.count(entry.key()) == 0 && !is_inherited(entry)) {
-        mark_inherited(entry);
-        ++inherited;
-      }
-    }
+    const std::size_t inherited = inherit_undeclared(loaded.inventory, declared);
     if (inherited > 0) {
       report.notes.push_back("ApplySet " + parent_name + ": " + std::to_string(inherited) +
                              " recorded object(s) this writer does not declare were recorded by " +
@@ -902,85 +1006,15 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     PruneDecision decision = decide_prune(input);
     loaded.inventory = std::move(input.inventory);
     if (!decision.held_back_by.empty()) {
-      report.notes.push_back("prune held back: " + join(decision.held_back_by, "; "));
+      report.notes.push_back("prune held back: " + strings::join(decision.held_back_by, "; "));
     }
-    for (const KeptEntry& kept : decision.kept) {
-      switch (kept.reason) {
-        case KeepReason::still_has_members:
-        case KeepReason::holds_unmanaged:
-        case KeepReason::contents_unknown:
-        case KeepReason::inherited:
-        case KeepReason::prune_disabled:
-          // (They stay in the inventory; those with another UID or without kstate's
-          // labels are forgotten.)
-          report.kept_for_cause.insert(kept.entry.key());
-          [[fallthrough]];
-        case KeepReason::source_held:  // (pruned once its file settles: asked for again)
-        case KeepReason::labels_removed:
-        case KeepReason::uid_mismatch:
-        case KeepReason::not_checked:
-          report.notes.push_back(describe_entry(kept.entry) + " not pruned: " + to_string(kept.reason) +
-                                 (kept.detail.empty() ? "" : " (" + kept.detail + ")"));
-          break;
-        default:
-          break;
-      }
-    }
+    report_kept(decision, report);
     removed = decision.forget;
-    for (const auto& planned : decision.deletes) {
-      auto prune_started = Clock::now();
-      StateResult result = prune_result(planned.entry);
-      GroupVersionKind gvk{planned.entry.group, planned.entry.version, planned.entry.kind};
-      auto resource = co_await resolver.resolve(gvk);
-      if (!resource.ok()) {
-        result.result = false;
-        result.comment = "prune: " + resource.error().describe();
-      } else {
-        DeleteOptions remove;
-        remove.dry_run = test_mode;
-        remove.propagation_policy = "Background";
-        remove.precondition_uid = planned.entry.uid;  // never delete a re-created object
-        std::string ns = resource->namespaced ? planned.entry.ns : std::string();
-        std::string name = planned.entry.name;
-        auto deleted = co_await client.remove(*resource, ns, name, remove);
-        if (deleted.ok() || deleted.error().kind == ErrorKind::not_found) {
-          result.result = test_mode ? std::optional<bool>() : std::optional<bool>(true);
-          result.comment =
-              test_mode ? "would be pruned (no longer in any manifest)" : "pruned (no longer in any manifest)";
-          json::set_string(result.changes, "deleted", result.name, result.changes.GetAllocator());
-          result.change = Change::pruned;
-          if (!test_mode) {
-            removed.push_back(planned.entry.key());
-            LogFields fields;
-            fields.kind = planned.entry.kind;
-            fields.namespace_name = planned.entry.ns;
-            fields.name = planned.entry.name;
-            fields.action = "pruned";
-            fields.file = planned.entry.source;
-            fields.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - prune_started).count();
-            log_with(fields, spdlog::level::info, "pruned {} (was declared in {})", result.name, planned.entry.source);
-          }
-        } else {
-          // Stays in the inventory and is retried next cycle.
-          result.result = false;
-          result.comment = "prune failed: " + deleted.error().describe();
-        }
-      }
-      result.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - prune_started).count();
-      report.results.push_back(std::move(result));
-    }
+    co_await delete_pruned(client, resolver, decision.deletes, test_mode, report, removed);
   }
 
   if (!test_mode && tracking) {
-    Inventory next = merge_inventory(loaded.inventory, report.applied, removed);
-    // What stays pending: what this cycle meant to apply but did not record (a state
-    // failed, perhaps after the server created the object); the next cycle looks.
-    for (const InventoryEntry& entry : loaded.inventory.pending) {
-      ObjectKey defaulted{entry.group, entry.kind, options.engine.default_namespace, entry.name};
-      if (next.find(entry.key()) == nullptr && (!entry.ns.empty() || next.find(defaulted) == nullptr)) {
-        next.pending.push_back(entry);
-      }
-    }
+    Inventory next = next_inventory(loaded.inventory, report.applied, removed, options.engine.default_namespace);
     if (parent.object.IsNull() || !(next == *on_server) || verdict == WriterVerdict::claim) {
       if (auto written = co_await write_parent(client, parent, options, next); !written.ok()) {
         report.errors.push_back("inventory: cannot write the ApplySet parent Secret " + parent_name + ": " +

@@ -167,6 +167,17 @@ TEST_CASE("watcher: vim's save (4913 probe, backup rename, new file) is one chan
   CHECK(tree.quiet_for());
 }
 
+TEST_CASE("watcher: names the loader never reads (emacs' #autosave#, .swp, vim's 4913 probe) wake nothing") {
+  WatchedTree tree;
+  write_file(tree.root / "app.yaml", "replicas: 1\n");
+  tree.start();
+  write_file(tree.root / "#app.yaml#", "replicas: 2\n");
+  write_file(tree.root / "app.yaml.swp", "swap");
+  write_file(tree.root / "4913", "");
+  CHECK(tree.quiet_for());
+  CHECK(tree.batches.empty());
+}
+
 TEST_CASE("watcher: emacs' save (lock symlink, backup, rewrite) is one change of the file") {
   WatchedTree tree;
   write_file(tree.root / "app.yaml", "replicas: 1\n");

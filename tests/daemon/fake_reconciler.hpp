@@ -183,7 +183,7 @@ class FakeReconciler final : public daemon::Reconciler {
     std::lock_guard lock(mutex_);
     return stop_requested_;
   }
-  std::vector<daemon::Duration> reconfigured_debounce() const {
+  std::vector<Duration> reconfigured_debounce() const {
     std::lock_guard lock(mutex_);
     return reconfigured_debounce_;
   }
@@ -268,7 +268,7 @@ class FakeReconciler final : public daemon::Reconciler {
   int busy_fulls_left_ = 0;
   int other_writer_left_ = 0;
   int settling_fulls_left_ = 0;
-  std::vector<daemon::Duration> reconfigured_debounce_;
+  std::vector<Duration> reconfigured_debounce_;
 };
 
 }  // namespace kstate::testing

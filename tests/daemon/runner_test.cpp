@@ -233,7 +233,7 @@ TEST_CASE("runner: READY before the first reconcile, file changes reconciled, SI
   REQUIRE(ready_again);
   CHECK(reloads == 1);
   CHECK(daemon.reconciler.count("full") == 2);
-  CHECK(daemon.reconciler.reconfigured_debounce() == std::vector<kstate::daemon::Duration>{30ms});
+  CHECK(daemon.reconciler.reconfigured_debounce() == std::vector<kstate::Duration>{30ms});
 
   CHECK(daemon.stop_with(SIGTERM) == 0);
   CHECK(std::any_of(daemon.messages.begin(), daemon.messages.end(),

@@ -754,6 +754,31 @@ metadata: {name: no-api-version}
   CHECK(result.states[1].wait.sleep_seconds == 0.5);
 }
 
+TEST_CASE("A wait's sleep and timeout read seconds or Go durations, by the daemon config's rule", "[loader][states]") {
+  LoadResult result = load_text(R"(go-durations:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: g}}
+    wait: {timeout: 1h30m, sleep: 1.5s}
+seconds-as-text:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: s}}
+    wait: {timeout: "45", sleep: "0.25"}
+minutes-then-bare-number:
+  object_present:
+    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: m}}
+    wait: {timeout: 1m30}
+)",
+                                "durations.yaml");
+  REQUIRE(messages(result).size() == 1);
+  CHECK_THAT(messages(result)[0], Catch::Contains("minutes-then-bare-number: wait:") &&
+                                      Catch::Contains("timeout must be seconds or a duration"));
+  REQUIRE(ids(result) == std::vector<std::string>{"go-durations", "seconds-as-text"});
+  CHECK(result.states[0].wait.timeout_seconds == 5400);
+  CHECK(result.states[0].wait.sleep_seconds == 1.5);
+  CHECK(result.states[1].wait.timeout_seconds == 45);
+  CHECK(result.states[1].wait.sleep_seconds == 0.25);
+}
+
 TEST_CASE("A file that is not UTF-8 fails alone, with the position of the bad byte", "[loader]") {
   LoadResult result = load_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caf\xe9\n", "latin1.yaml");
   CHECK(messages(result) ==
@@ -831,85 +856,6 @@ TEST_CASE("load_paths gives the same states, errors and files whatever the numbe
   CHECK(finished.files == one.files);
   {
     BackgroundLoad abandoned({dir.path().string()}, {}, 2);  // destroyed unfinished: joins its threads
-  }
-  {
-    // The start hook (kstate apply sets up each thread's heap with it) runs once on
-    // each background thread, on that thread, and the result is unchanged.
-    std::mutex mutex;
-    std::set<std::thread::id> hooked;
-    int calls = 0;
-    const std::function<void()> hook = [&] {
-      std::lock_guard lock(mutex);
-      ++calls;
-      hooked.insert(std::this_thread::get_id());
-    };
-    BackgroundLoad hooked_load({dir.path().string()}, {}, 3, hook);
-    LoadResult hooked_result = hooked_load.finish();
-    CHECK(calls == 3);
-    CHECK(hooked.size() == 3);
-    CHECK(hooked.count(std::this_thread::get_id()) == 0);
-    CHECK(ids(hooked_result) == ids(one));
-  }
-  {
-    // With `instead`, this thread runs it (kstate apply: its io_context) while the other
-    // thread loads, and loads only what is left once `instead` says it has nothing more
-    // to do; the result is the same either way. The other thread starts loading only
-    // once `instead` has run, so that it surely runs.
-    std::atomic<bool> instead_ran{false};
-    const std::function<void()> wait_for_instead = [&] {
-      while (!instead_ran) {
-        std::this_thread::yield();
-      }
-    };
-    int calls = 0;
-    BackgroundLoad busy_elsewhere({dir.path().string()}, {}, 1, wait_for_instead);
-    LoadResult while_busy = busy_elsewhere.finish([&] {
-      ++calls;
-      instead_ran = true;
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-      return true;  // called again until the other thread is done
-    });
-    CHECK(calls >= 1);
-    CHECK(ids(while_busy) == ids(one));
-    CHECK(while_busy.files == one.files);
-    CHECK(while_busy.file_hashes == one.file_hashes);
-
-    instead_ran = false;
-    calls = 0;
-    BackgroundLoad helped({dir.path().string()}, {}, 1, wait_for_instead);
-    LoadResult helped_result = helped.finish([&] {
-      ++calls;
-      instead_ran = true;
-      return false;  // nothing to do: this thread then loads the files still left
-    });
-    CHECK(calls == 1);
-    CHECK(ids(helped_result) == ids(one));
-    CHECK(helped_result.files == one.files);
-    CHECK(helped_result.file_hashes == one.file_hashes);
-
-    // An `instead` that waits for something to happen is woken by `wake` when the other
-    // thread is done (kstate apply's io_context, blocked until its next event).
-    instead_ran = false;
-    std::mutex mutex;
-    std::condition_variable changed;
-    bool woken = false;
-    bool waited_too_long = false;
-    BackgroundLoad woken_load({dir.path().string()}, {}, 1, wait_for_instead);
-    LoadResult woken_result = woken_load.finish(
-        [&] {
-          std::unique_lock lock(mutex);
-          instead_ran = true;
-          waited_too_long = !changed.wait_for(lock, std::chrono::seconds(30), [&] { return woken; });
-          return !waited_too_long;
-        },
-        [&] {
-          std::lock_guard lock(mutex);
-          woken = true;
-          changed.notify_all();
-        });
-    CHECK(woken);
-    CHECK_FALSE(waited_too_long);
-    CHECK(ids(woken_result) == ids(one));
   }
   // z-shared.yaml is read first by the include in a-includer.yaml, so it is listed there.
   auto includer = std::find(one.files.begin(), one.files.end(), (dir.path() / "a-includer.yaml").string());

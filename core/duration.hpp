@@ -1,5 +1,6 @@
 // Go-style duration strings ("300ms", "5m", "1h30m", "1.5s"), the notation operators
-// know from kubelet and client-go flags, so config values read the same everywhere.
+// know from kubelet and client-go flags, so config values and state arguments (a
+// wait's sleep and timeout) read the same everywhere.
 // Pure parsing and formatting; no clock involved.
 #pragma once
 
@@ -9,7 +10,7 @@
 
 #include "core/error.hpp"
 
-namespace kstate::daemon {
+namespace kstate {
 
 using Duration = std::chrono::nanoseconds;
 
@@ -20,4 +21,4 @@ Result<Duration> parse_duration(std::string_view text);
 // The shortest Go-style spelling of a duration ("1h30m", "300ms", "0s").
 std::string format_duration(Duration duration);
 
-}  // namespace kstate::daemon
+}  // namespace kstate

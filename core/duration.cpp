@@ -1,6 +1,6 @@
 // Go duration parsing: kept strict (no sign, no spaces, a unit on every part) so that
 // a typo in the config file is an error instead of a surprising interval.
-#include "daemon/duration.hpp"
+#include "core/duration.hpp"
 
 #include <array>
 #include <cctype>
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace kstate::daemon {
+namespace kstate {
 namespace {
 
 struct Unit {
@@ -139,4 +139,4 @@ std::string format_duration(Duration duration) {
   return out;
 }
 
-}  // namespace kstate::daemon
+}  // namespace kstate

@@ -1,0 +1,36 @@
+// Waking coroutines that wait for something other coroutines on the same executor do:
+// a shared read answered, the last worker finished, a slot freed. notify() wakes every
+// coroutine waiting at that moment (a condition variable's notify_all); each then
+// checks its condition again:
+//
+//   while (!answered) co_await answered_signal.wait();
+//
+// One executor (one thread) runs both sides, so nothing runs between the check and the
+// wait and no wake-up is lost. (Under it: a steady_timer that never expires, cancelled
+// to wake its waiters, the idiom this type names once.)
+#pragma once
+
+#include <utility>
+// (keep <utility> first for Boost 1.74's awaitable.hpp)
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+namespace kstate {
+
+namespace asio = boost::asio;
+
+class Signal {
+ public:
+  explicit Signal(const asio::any_io_executor& executor);
+  // Wakes every coroutine in wait() now; later waits wait for the next notify().
+  void notify();
+  // Returns at the next notify() (or when the executor's io_context is destroyed).
+  asio::awaitable<void> wait();
+
+ private:
+  asio::steady_timer timer_;
+};
+
+}  // namespace kstate
