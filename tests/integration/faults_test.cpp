@@ -642,8 +642,13 @@ TEST_CASE("randomized: edits and server faults for hundreds of steps end with th
       }
     }
     // The second daemon, its folder one file short: it finds the set written by the
-    // first and sends no write at all.
-    if (model.chance(8)) {
+    // first and sends no write at all. (Only once the first has recorded itself: until
+    // then the set has no writer, and the first daemon to write it claims it.)
+    const bool first_recorded =
+        emulator.request("GET", "/api/v1/namespaces/kube-system/secrets/kstate")
+            .body.find("\"kstate.io/writer\":\"" + kstate.writer->to_string() + "\"") != std::string::npos;
+    emulator.reset_request_log();  // (the test's own request)
+    if (first_recorded && model.chance(8)) {
       fs::remove_all(second_dir);
       model.write(second_dir);
       if (model.files.size() > 1) {
