@@ -14,6 +14,8 @@ build_packages=(
   libssl-dev openssl
   rapidjson-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev
   catch2 libcli11-dev libdtl-dev
+)
+packages=("${build_packages[@]}"
   clang clang-format clang-tidy libclang-rt-14-dev lld
   python3
   jq curl time  # bench/run.sh (time: peak memory), whose quick mode CI runs as a smoke check
