@@ -144,8 +144,7 @@ DriftWatcher::~DriftWatcher() {
   shared_->on_forbidden = nullptr;
 }
 
-void DriftWatcher::follow(std::shared_ptr<Client> client, const std::vector<ApiResource>& kinds,
-                          bool retry_forbidden) {
+void DriftWatcher::follow(std::shared_ptr<Client> client, const std::vector<ApiResource>& kinds, Follow mode) {
   if (client != shared_->client) {
     stop();
     shared_->client = client;
@@ -155,7 +154,7 @@ void DriftWatcher::follow(std::shared_ptr<Client> client, const std::vector<ApiR
     const std::string id = kind_id(resource);
     wanted.insert(id);
     if (auto known = shared_->kinds.find(id); known != shared_->kinds.end()) {
-      if (!known->second->forbidden || !retry_forbidden) {
+      if (!known->second->forbidden || mode == Follow::also) {
         continue;
       }
       shared_->kinds.erase(known);
@@ -166,7 +165,7 @@ void DriftWatcher::follow(std::shared_ptr<Client> client, const std::vector<ApiR
     asio::co_spawn(shared_->executor, watch_kind(shared_, kind, client), asio::detached);
   }
   for (auto it = shared_->kinds.begin(); it != shared_->kinds.end();) {
-    if (wanted.count(it->first) == 0) {
+    if (mode == Follow::exactly && wanted.count(it->first) == 0) {
       it->second->stopped = true;
       it = shared_->kinds.erase(it);
     } else {

@@ -64,11 +64,17 @@ class DriftWatcher {
   DriftWatcher(const DriftWatcher&) = delete;
   DriftWatcher& operator=(const DriftWatcher&) = delete;
 
-  // Watches exactly these kinds through `client` (kept alive by the watches): starts
-  // the new ones, stops the others. A different client (the configuration changed
-  // how the cluster is reached) restarts every watch. With `retry_forbidden`, kinds whose
-  // watch was forbidden are tried again (a full reconcile: permissions may have changed).
-  void follow(std::shared_ptr<Client> client, const std::vector<ApiResource>& kinds, bool retry_forbidden);
+  // How follow() treats the kinds it is not given.
+  enum class Follow {
+    // These are all the kinds managed (after a full reconcile): the others' watches
+    // stop, and kinds whose watch was forbidden are tried again (permissions change).
+    exactly,
+    // These kinds are managed too (after a file's cycle, which sees its own objects only).
+    also,
+  };
+  // Watches these kinds through `client` (kept alive by the watches). A different
+  // client (the configuration changed how the cluster is reached) restarts every watch.
+  void follow(std::shared_ptr<Client> client, const std::vector<ApiResource>& kinds, Follow mode);
   // Stops every watch (shutdown, leadership lost).
   void stop();
   DriftWatchStats stats() const;

@@ -237,6 +237,18 @@ DaemonMetrics::DaemonMetrics(MetricsRegistry& registry)
       ready(registry.gauge("kstate_ready", "1 when the first reconcile is done and the API server is reachable")),
       applyset_writer_conflict(registry.gauge(
           "kstate_applyset_writer_conflict",
-          "1 while another writer reconciles this daemon's ApplySet, so that this one writes nothing")) {}
+          "1 while another writer reconciles this daemon's ApplySet, so that this one writes nothing")),
+      drift_corrections(registry.counter(
+          "kstate_drift_corrections_total",
+          "Objects whose state ran again because a watch saw them changed or deleted through the API, by reason "
+          "(deleted, fields_taken, labels_removed, replaced)",
+          {"reason"})),
+      drift_fights(registry.counter("kstate_drift_fights_total",
+                                    "Drift corrections undone again within a minute, by the field manager that "
+                                    "changed the object (kstate backs off; see kstate.io/ignore-fields)",
+                                    {"manager"})),
+      drift_watches(registry.gauge("kstate_drift_watches",
+                                   "Kinds watched for drift, by state (watching; forbidden: left to the resync)",
+                                   {"state"})) {}
 
 }  // namespace kstate::daemon

@@ -83,6 +83,9 @@ struct DaemonMetrics {
   MetricFamily& leader;                    // kstate_leader
   MetricFamily& ready;                     // kstate_ready
   MetricFamily& applyset_writer_conflict;  // kstate_applyset_writer_conflict
+  MetricFamily& drift_corrections;         // kstate_drift_corrections_total{reason}
+  MetricFamily& drift_fights;              // kstate_drift_fights_total{manager}
+  MetricFamily& drift_watches;             // kstate_drift_watches{state}
 };
 
 // Prometheus label value escaping (backslash, double quote, newline).

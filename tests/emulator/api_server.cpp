@@ -1351,7 +1351,7 @@ std::vector<std::string> ApiServer::initial_watch_events(const WatchSpec& spec) 
   std::vector<std::string> lines;
   std::string prefix = spec.prefix + (spec.namespace_name.empty() ? "" : spec.namespace_name + "/");
   for (const auto& [key, object] : store_.range(prefix)) {
-    WatchEvent event{0, "ADDED", spec.prefix, string_at(*object, {"metadata", "namespace"}), object};
+    WatchEvent event{0, "ADDED", spec.prefix, string_at(*object, {"metadata", "namespace"}), object, nullptr};
     if (watch_matches(spec, event)) {
       if (spec.metadata_only) {
         Document partial;
