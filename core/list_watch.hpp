@@ -12,7 +12,7 @@
 // With LocalCopy::versions it keeps only each object's resourceVersion (what a relist
 // compares), and a synthesized DELETED event carries the object's name, namespace and
 // last resourceVersion only: memory then grows by a map entry per object, not by a
-// document per object (a json::Document of its own takes 64 KiB however small).
+// copy of each object (a json::Document with its own allocator, 1 KiB at least).
 //
 // Coroutine calls take named lvalues (GCC 12 destroys temporaries bound to coroutine
 // parameters twice).

@@ -17,6 +17,16 @@ std::string digest(const json::Value& fields) {
   return std::to_string(std::hash<std::string>{}(json::dump(fields)));
 }
 
+std::size_t members(const json::Value& value) {
+  std::size_t count = 0;
+  if (value.IsObject()) {
+    for (const auto& member : value.GetObject()) {
+      count += 1 + members(member.value);
+    }
+  }
+  return count;
+}
+
 }  // namespace
 
 ObjectSnapshot snapshot_of(const json::Value& object, std::string_view field_manager,
@@ -47,8 +57,9 @@ ObjectSnapshot snapshot_of(const json::Value& object, std::string_view field_man
     const std::string manager = string_at(entry, "manager");
     if (manager == field_manager) {
       const json::Value* fields = json::find(entry, "fieldsV1");
-      snapshot.kstate_entry = ManagerEntry{string_at(entry, "operation"), string_at(entry, "apiVersion"),
-                                           string_at(entry, "time"), fields != nullptr ? digest(*fields) : ""};
+      snapshot.kstate_entry =
+          ManagerEntry{string_at(entry, "operation"), string_at(entry, "apiVersion"), string_at(entry, "time"),
+                       fields != nullptr ? digest(*fields) : "", fields != nullptr ? members(*fields) : 0};
     } else if (const std::string time = string_at(entry, "time"); time >= newest_other_time) {
       // RFC 3339 in UTC with whole seconds: text order is time order.
       newest_other_time = time;
@@ -106,10 +117,14 @@ Drift decide_drift(WatchEventType type, const ObjectSnapshot* before, const Obje
     // objects before their first apply).
     return was ? Drift::fields_taken : Drift::none;
   }
-  if (!was || was->time != now->time) {
+  if (!was || was->time != now->time || was->operation != now->operation || was->api_version != now->api_version) {
     return Drift::own_write;
   }
-  return *was == *now ? Drift::none : Drift::fields_taken;
+  if (was->fields == now->fields) {
+    return Drift::none;
+  }
+  // Within the same second: only kstate's own write adds to its set.
+  return now->field_count > was->field_count ? Drift::own_write : Drift::fields_taken;
 }
 
 }  // namespace kstate::daemon

@@ -6,7 +6,9 @@
 // changes kstate's entry, and a change to status or to fields kstate does not own
 // (a controller, an autoscaler) never does. kstate's own writes move its entry's
 // `time` (the API server stamps only the entry of the manager that wrote), so they
-// are told apart from fields taken away, which leave the time as it was.
+// are told apart from fields taken away, which leave the time as it was; the time has
+// whole seconds, so within one second a write of kstate's is told by its entry having
+// gained fields: another writer can take fields from kstate's set, never add to it.
 #pragma once
 
 #include <map>
@@ -26,6 +28,7 @@ struct ManagerEntry {
   std::string api_version;  // the version kstate wrote with
   std::string time;         // when kstate last changed the object (whole seconds)
   std::string fields;       // a digest of fieldsV1's compact JSON (equal fields, equal digests)
+  std::size_t field_count = 0;  // members in fieldsV1, at every depth
   friend bool operator==(const ManagerEntry&, const ManagerEntry&) = default;
 };
 

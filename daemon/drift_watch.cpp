@@ -11,6 +11,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/untrusted_text.hpp"
@@ -123,7 +124,7 @@ asio::awaitable<void> watch_kind(std::shared_ptr<DriftWatcher::Shared> shared,
       continue;
     }
     failures = 0;
-    shared->handle(*kind, *event);
+    shared->handle(*kind, event.value());
   }
 }
 

@@ -79,8 +79,10 @@ class DriftWatcher {
   void stop();
   DriftWatchStats stats() const;
 
- private:
+  // (The watches' shared state: drift_watch.cpp.)
   struct Shared;
+
+ private:
   std::shared_ptr<Shared> shared_;
 };
 

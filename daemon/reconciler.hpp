@@ -92,7 +92,7 @@ class Reconciler {
   // other calls). Reconcilers without watches leave drift to the resync.
   virtual void set_drift_wakeup(std::function<void()> /*wake*/) {}
   virtual std::optional<std::chrono::steady_clock::time_point> drift_due() const { return std::nullopt; }
-  virtual boost::asio::awaitable<ReconcileSummary> correct_drift() { co_return ReconcileSummary{}; }
+  virtual boost::asio::awaitable<ReconcileSummary> correct_drift();
 
   // Why the API server does not answer right now, as the requests in flight find it
   // ("" when it answers or nothing is known): /readyz says so between cycles, so a

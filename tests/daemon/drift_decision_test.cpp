@@ -16,8 +16,8 @@ namespace {
 
 const std::map<std::string, std::string> labels = {{"applyset.kubernetes.io/part-of", "applyset-abc-v1"}};
 
-ManagerEntry entry(std::string time, std::string fields) {
-  return ManagerEntry{"Apply", "v1", std::move(time), std::move(fields)};
+ManagerEntry entry(std::string time, std::string fields, std::size_t count = 10) {
+  return ManagerEntry{"Apply", "v1", std::move(time), std::move(fields), count};
 }
 
 ObjectSnapshot snapshot(std::optional<ManagerEntry> kstate, bool labelled = true, std::string uid = "u1") {
@@ -55,7 +55,13 @@ TEST_CASE("decide_drift: what a watch event on a managed object means", "[drift]
       {"kstate's first write on an adopted object", WatchEventType::modified, snapshot(std::nullopt),
        snapshot(entry("2026-11-27T10:05:00Z", "A")), Drift::own_write},
       {"another writer took some of kstate's fields: same time, fewer fields", WatchEventType::modified, applied,
-       snapshot(entry("2026-11-27T10:00:00Z", "A-minus-replicas")), Drift::fields_taken},
+       snapshot(entry("2026-11-27T10:00:00Z", "A-minus-replicas", 8)), Drift::fields_taken},
+      {"kstate took its fields back within the same second: its set grew", WatchEventType::modified,
+       snapshot(entry("2026-11-27T10:00:00Z", "A-minus-replicas", 8)), applied, Drift::own_write},
+      {"same time, as many fields but other ones: not kstate's doing as far as can be told",
+       WatchEventType::modified, applied, snapshot(entry("2026-11-27T10:00:00Z", "C")), Drift::fields_taken},
+      {"kstate wrote with another apiVersion in the same second", WatchEventType::modified, applied,
+       snapshot(ManagerEntry{"Apply", "v2", "2026-11-27T10:00:00Z", "A", 10}), Drift::own_write},
       {"another writer took all of kstate's fields: the entry is gone", WatchEventType::modified, applied,
        snapshot(std::nullopt), Drift::fields_taken},
       {"an object kstate never wrote, changed by others", WatchEventType::modified, snapshot(std::nullopt),
@@ -116,6 +122,8 @@ TEST_CASE("snapshot_of reads kstate's own entry, ignores subresources, names the
   CHECK_FALSE(after.ownership_labels);
   REQUIRE(after.kstate_entry.has_value());
   CHECK(after.kstate_entry->fields != seen.kstate_entry->fields);
+  CHECK(seen.kstate_entry->field_count == 2);  // f:spec, f:replicas
+  CHECK(after.kstate_entry->field_count == 0);
   CHECK(to_string(decide_drift(WatchEventType::modified, &seen, after)) == std::string("labels_removed"));
 
   auto without = json::parse(R"({"metadata": {"name": "web"}})");

@@ -47,7 +47,7 @@ void Store::erase(const std::string& key, ObjectPtr final_object) {
   auto slash = key.find('/', key.find('/') + 1);
   auto namespace_end = key.find('/', slash + 1);
   record({version_, "DELETED", key.substr(0, slash + 1), key.substr(slash + 1, namespace_end - slash - 1),
-          std::move(final_object)});
+          std::move(final_object), nullptr});
 }
 
 void Store::record(WatchEvent event) {
