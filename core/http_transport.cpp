@@ -9,6 +9,7 @@
 // (blank line keeps <utility> first for Boost 1.74's awaitable.hpp)
 
 #include <algorithm>
+#include <limits>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -689,7 +690,10 @@ class HttpTransport final : public Transport {
         }
         auto parser = std::make_unique<http::response_parser<http::buffer_body>>();
         parser->header_limit(static_cast<std::uint32_t>(max_response_header_bytes));
-        parser->body_limit(boost::none);  // a watch never ends; its events are bounded (watch.hpp)
+        // A watch never ends; its events are bounded (watch.hpp). Not boost::none: Boost
+        // 1.74 compares a Content-Length with an empty limit as "larger", so an error
+        // answered with a sized Status body (403, 410) failed as too large.
+        parser->body_limit(std::numeric_limits<std::uint64_t>::max());
         if (!ec) {
           // (if/else, not ?: — GCC 12 miscompiles co_await inside a conditional expression)
           if (connection->tls) {

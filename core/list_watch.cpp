@@ -79,6 +79,7 @@ void ListWatcher::remember(const WatchEvent& event) {
 asio::awaitable<Status> ListWatcher::relist() {
   stream_.reset();
   ListOptions list_options = options_;
+  list_options.timeout_seconds = 0;  // the watch's, not the list's
   auto listed = co_await client_.list(resource_, namespace_, list_options);
   if (!listed) {
     co_return listed.error();

@@ -97,11 +97,12 @@ TEST_CASE("a controller writing status and another manager writing a field kstat
   REQUIRE(daemon.wait_notification("READY=1"));
   REQUIRE(watching(daemon));
   const std::string deployment = "/apis/apps/v1/namespaces/default/deployments/web";
-  // The emulator's deployment controller writes status (replicas becoming ready).
+  // The emulator's deployment controller writes status (and the revision annotation on
+  // the object itself: a field kstate does not own), as kube-controller-manager does.
   CHECK(eventually([&] {
     auto reply = emulator.request("GET", deployment);
     auto object = json::parse(reply.body);
-    return object.ok() && json::find_path(*object, {"status", "readyReplicas"}) != nullptr;
+    return object.ok() && json::find_path(*object, {"status", "observedGeneration"}) != nullptr;
   }));
   REQUIRE(emulator
               .request("PATCH", deployment + "?fieldManager=team-tool",
@@ -185,6 +186,7 @@ TEST_CASE("without permission to watch, the daemon says so and corrects drift at
   REQUIRE(daemon.wait_notification("READY=1"));
   REQUIRE(daemon.color("app") == "blue");
   CHECK(eventually([&] { return daemon.log_text().find("no permission to watch configmaps") != std::string::npos; }));
+  INFO("daemon log:\n" << daemon.log_text());
   CHECK(eventually([&] { return metric(daemon.metrics(), R"(kstate_drift_watches{state="forbidden"})") == 1; }));
   CHECK(daemon.log_text().find("corrected by the periodic resync only") != std::string::npos);
 
