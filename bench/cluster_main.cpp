@@ -16,7 +16,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -287,9 +289,46 @@ void container_status(Writer& w, const std::string& name, const std::string& ima
   w.EndObject();
 }
 
+std::string namespace_of(int index, int namespaces) {
+  return "team-" + std::to_string(index % namespaces);
+}
+std::string owner_of(int index) {
+  return "app-" + std::to_string(index / 10) + "-7d4b9c6f8d";
+}
+std::string owner_uid(const std::string& ns, const std::string& owner) {
+  return "5b1c8d2e-0000-4000-a000-" + hex_sha256(ns + "/" + owner).substr(0, 12);
+}
+
+// The ReplicaSet that owns pods: written because a cluster has it, and because the
+// emulator's garbage collector, as kube-controller-manager's, deletes pods whose owner
+// is gone.
+void replica_set(Writer& w, const std::string& ns, const std::string& owner) {
+  w.StartObject();
+  key_string(w, "apiVersion", "apps/v1");
+  key_string(w, "kind", "ReplicaSet");
+  w.Key("metadata");
+  w.StartObject();
+  key_string(w, "name", owner);
+  key_string(w, "namespace", ns);
+  key_string(w, "uid", owner_uid(ns, owner));
+  key_string(w, "creationTimestamp", "2024-05-02T08:14:50Z");
+  w.EndObject();
+  w.Key("spec");
+  w.StartObject();
+  w.Key("selector");
+  w.StartObject();
+  w.Key("matchLabels");
+  w.StartObject();
+  key_string(w, "pod-template-hash", "7d4b9c6f8d");
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+}
+
 void pod(Writer& w, int index, int nodes, int namespaces) {
-  std::string ns = "team-" + std::to_string(index % namespaces);
-  std::string owner = "app-" + std::to_string(index / 10) + "-7d4b9c6f8d";
+  std::string ns = namespace_of(index, namespaces);
+  std::string owner = owner_of(index);
   std::string name = owner + "-" + hex_sha256("pod-" + std::to_string(index)).substr(0, 5);
   int node_index = index % nodes;
   std::string runtime = runtimes[node_index % 3];
@@ -323,7 +362,7 @@ void pod(Writer& w, int index, int nodes, int namespaces) {
   key_string(w, "apiVersion", "apps/v1");
   key_string(w, "kind", "ReplicaSet");
   key_string(w, "name", owner);
-  key_string(w, "uid", "5b1c8d2e-0000-4000-a000-" + hex_sha256(owner).substr(0, 12));
+  key_string(w, "uid", owner_uid(ns, owner));
   w.Key("controller");
   w.Bool(true);
   w.Key("blockOwnerDeletion");
@@ -452,6 +491,13 @@ int main(int argc, char** argv) {
   w.StartArray();
   for (int i = 0; i < nodes; ++i) {
     node(w, i);
+  }
+  std::set<std::pair<std::string, std::string>> owners;
+  for (int i = 0; i < pods; ++i) {
+    owners.emplace(namespace_of(i, namespaces), owner_of(i));
+  }
+  for (const auto& [ns, owner] : owners) {
+    replica_set(w, ns, owner);
   }
   for (int i = 0; i < pods; ++i) {
     pod(w, i, nodes, namespaces);
