@@ -9,7 +9,6 @@
 // (blank line keeps <utility> first for Boost 1.74's awaitable.hpp)
 
 #include <algorithm>
-#include <limits>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -22,6 +21,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <deque>
+#include <limits>
 #include <random>
 
 #include "core/encoding.hpp"

@@ -24,10 +24,10 @@ namespace kstate::daemon {
 // kstate's managedFields entry on the object itself (not a subresource's), reduced to
 // what the decision compares.
 struct ManagerEntry {
-  std::string operation;    // Apply | Update
-  std::string api_version;  // the version kstate wrote with
-  std::string time;         // when kstate last changed the object (whole seconds)
-  std::string fields;       // a digest of fieldsV1's compact JSON (equal fields, equal digests)
+  std::string operation;        // Apply | Update
+  std::string api_version;      // the version kstate wrote with
+  std::string time;             // when kstate last changed the object (whole seconds)
+  std::string fields;           // a digest of fieldsV1's compact JSON (equal fields, equal digests)
   std::size_t field_count = 0;  // members in fieldsV1, at every depth
   friend bool operator==(const ManagerEntry&, const ManagerEntry&) = default;
 };

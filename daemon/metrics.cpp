@@ -235,9 +235,9 @@ DaemonMetrics::DaemonMetrics(MetricsRegistry& registry)
                                             "Unix time of the last reconcile without failures")),
       leader(registry.gauge("kstate_leader", "1 when this instance holds the leader Lease (or election is off)")),
       ready(registry.gauge("kstate_ready", "1 when the first reconcile is done and the API server is reachable")),
-      applyset_writer_conflict(registry.gauge(
-          "kstate_applyset_writer_conflict",
-          "1 while another writer reconciles this daemon's ApplySet, so that this one writes nothing")),
+      applyset_writer_conflict(
+          registry.gauge("kstate_applyset_writer_conflict",
+                         "1 while another writer reconciles this daemon's ApplySet, so that this one writes nothing")),
       drift_corrections(registry.counter(
           "kstate_drift_corrections_total",
           "Objects whose state ran again because a watch saw them changed or deleted through the API, by reason "

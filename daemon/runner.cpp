@@ -855,9 +855,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
           co_await run_drift();
           continue;
         }
-        co_await wait_for_work(drift_due ? std::optional<Duration>(std::chrono::duration_cast<Duration>(
-                                               *drift_due - SteadyClock::now()))
-                                         : std::nullopt);
+        co_await wait_for_work(
+            drift_due ? std::optional<Duration>(std::chrono::duration_cast<Duration>(*drift_due - SteadyClock::now()))
+                      : std::nullopt);
       }
     }
     finish_after_release();

@@ -288,10 +288,9 @@ Status StatesReconciler::reconfigure(const DaemonConfig& config) {
                          config.cache_dir != config_.cache_dir || config.connect_timeout != config_.connect_timeout ||
                          config.request_timeout != config_.request_timeout;
   const bool rescan = config.manifests_dir != config_.manifests_dir;
-  const bool restart_drift = reconnect || config.watch_drift != config_.watch_drift ||
-                             config.field_manager != config_.field_manager ||
-                             config.applyset_name != config_.applyset_name ||
-                             config.applyset_namespace != config_.applyset_namespace;
+  const bool restart_drift =
+      reconnect || config.watch_drift != config_.watch_drift || config.field_manager != config_.field_manager ||
+      config.applyset_name != config_.applyset_name || config.applyset_namespace != config_.applyset_namespace;
   config_ = config;
   if (restart_drift) {
     drift_watcher_.reset();  // started again by the next cycle, with the new settings

@@ -66,8 +66,7 @@ class StatesReconciler : public Reconciler {
   std::optional<std::chrono::steady_clock::time_point> drift_due() const override;
   boost::asio::awaitable<ReconcileSummary> correct_drift() override;
   // The clock of drift debouncing and back-off (tests); steady_clock::now by default.
-  void set_drift_clock(std::function<std::chrono::steady_clock::time_point()> now,
-                       DriftQueueOptions options = {}) {
+  void set_drift_clock(std::function<std::chrono::steady_clock::time_point()> now, DriftQueueOptions options = {}) {
     steady_now_ = std::move(now);
     drift_queue_ = DriftQueue(options);
   }

@@ -149,8 +149,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::correct_drift() {
                  : notice.drift == Drift::labels_removed ? "lost kstate's labels"
                  : notice.drift == Drift::replaced       ? "was replaced"
                                                          : "had fields kstate applies changed",
-                 notice.other_manager.empty() || notice.drift == Drift::deleted ? ""
-                                                                                 : " by " + notice.other_manager);
+                 notice.other_manager.empty() || notice.drift == Drift::deleted ? "" : " by " + notice.other_manager);
     running.push_back(key);
   }
   if (running.empty()) {

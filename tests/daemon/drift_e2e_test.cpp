@@ -75,7 +75,8 @@ TEST_CASE("an object edited or deleted through the API is back within seconds, w
   const auto deleted = std::chrono::steady_clock::now();
   CHECK(eventually([&] { return daemon.color("app") == "blue"; }, 5s));
   CHECK(std::chrono::steady_clock::now() - deleted < 3s);
-  CHECK(eventually([&] { return metric(daemon.metrics(), R"(kstate_drift_corrections_total{reason="deleted"})") == 1; }));
+  CHECK(
+      eventually([&] { return metric(daemon.metrics(), R"(kstate_drift_corrections_total{reason="deleted"})") == 1; }));
 
   // kstate's own corrections are not drift: nothing more is corrected afterwards.
   std::this_thread::sleep_for(1500ms);

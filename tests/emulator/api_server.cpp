@@ -1209,8 +1209,9 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
   if (accepts(request.accept, "as=PartialObjectMetadata")) {
     // PartialObjectMetadataList: each item a PartialObjectMetadata with its kind and
     // apiVersion (handlers/response.go asPartialObjectMetadataList sets them on every item).
-    std::string body = "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":" +
-                       metadata + ",\"items\":[";
+    std::string body =
+        "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":" + metadata +
+        ",\"items\":[";
     for (size_t i = 0; i < items.size(); ++i) {
       Document partial;
       partial.CopyFrom(partial_metadata(*items[i], partial.GetAllocator()), partial.GetAllocator());
@@ -1299,13 +1300,11 @@ std::string watch_line(std::string_view type, const Value& object) {
 // before, carrying the event's resourceVersion; nothing when it matches neither before
 // nor after. Metadata-only watches send PartialObjectMetadata objects.
 std::optional<std::string> watch_line_for(const WatchSpec& spec, const WatchEvent& event) {
-  if (event.prefix != spec.prefix ||
-      (!spec.namespace_name.empty() && event.namespace_name != spec.namespace_name)) {
+  if (event.prefix != spec.prefix || (!spec.namespace_name.empty() && event.namespace_name != spec.namespace_name)) {
     return std::nullopt;
   }
   const bool now_matches = selectors_match(spec, *event.object, event.namespace_name);
-  const bool matched_before =
-      event.previous != nullptr && selectors_match(spec, *event.previous, event.namespace_name);
+  const bool matched_before = event.previous != nullptr && selectors_match(spec, *event.previous, event.namespace_name);
   std::string type = event.type;
   const Value* object = event.object.get();
   Document left;

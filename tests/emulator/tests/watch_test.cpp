@@ -134,8 +134,9 @@ TEST_CASE("a compaction interval of 0 keeps the history up to its size limit") {
   CHECK(h.api.store().history_size() >= 1);
 }
 
-TEST_CASE("with a label selector, an object that stops matching is DELETED (as it was, at the new version) and "
-          "one that starts matching is ADDED, as kube-apiserver's watch cache sends them") {
+TEST_CASE(
+    "with a label selector, an object that stops matching is DELETED (as it was, at the new version) and "
+    "one that starts matching is ADDED, as kube-apiserver's watch cache sends them") {
   Harness h;
   h.post(kConfigMaps, config_map("a", "web"));
   auto start = h.get(kConfigMaps + "?watch=true&resourceVersion=" + std::to_string(h.api.store().current_version()) +
@@ -177,8 +178,9 @@ TEST_CASE("Accept as=PartialObjectMetadata: lists, gets, watch events and bookma
   CHECK(str(*json::parse(one.body), {"kind"}) == "PartialObjectMetadata");
   CHECK(one.body.find("top-secret-value-42") == std::string::npos);
 
-  auto start = h.call("GET", kConfigMaps + "?watch=true&resourceVersion=" + str(*listed, {"metadata", "resourceVersion"}),
-                      "", "application/json", Harness::admin(), accept);
+  auto start =
+      h.call("GET", kConfigMaps + "?watch=true&resourceVersion=" + str(*listed, {"metadata", "resourceVersion"}), "",
+             "application/json", Harness::admin(), accept);
   REQUIRE(start.watch);
   h.call("PATCH", kConfigMaps + "/a", R"({"data":{"x":"1"}})", "application/merge-patch+json");
   auto events = h.api.watch_events(*start.watch, start.watch->start_after);
