@@ -67,6 +67,14 @@ Error connection_error(ErrorKind kind, const std::string& what, const beast::err
   return Error(kind, what + ": " + ec.message());
 }
 
+// What failed when reading an answer broke off.
+RequestFailure read_failure(const beast::error_code& ec) {
+  if (ec == http::error::body_limit || ec == http::error::header_limit) {
+    return RequestFailure::response_too_large;
+  }
+  return ec == beast::error::timeout ? RequestFailure::timeout : RequestFailure::read;
+}
+
 std::string seconds_text(std::chrono::milliseconds duration) {
   auto tenths = (duration.count() + 50) / 100;
   return std::to_string(tenths / 10) + (tenths % 10 != 0 ? "." + std::to_string(tenths % 10) : "") + " s";
@@ -249,8 +257,11 @@ class HttpTransport final : public Transport {
     return context;
   }
 
+  // On failure, `failure` says which step failed.
   asio::awaitable<Result<std::unique_ptr<Connection>>> connect(const Credentials& credentials,
-                                                               SteadyClock::time_point deadline) {
+                                                               SteadyClock::time_point deadline,
+                                                               RequestFailure& failure) {
+    failure = RequestFailure::client;
     auto connection = std::make_unique<Connection>();
     bool https = address_.scheme == "https";
     if (https) {
@@ -268,6 +279,7 @@ class HttpTransport final : public Transport {
     auto endpoints =
         co_await resolver.async_resolve(address_.host, address_.port, asio::redirect_error(use_awaitable, ec));
     if (ec) {
+      failure = RequestFailure::resolve;
       co_return connection_error(ErrorKind::connection, "resolving " + address_.host, ec);
     }
     // Connect and handshake have their own, shorter deadline: a server that accepts
@@ -277,6 +289,7 @@ class HttpTransport final : public Transport {
     const std::string within =
         " within " + seconds_text(connect_deadline_first ? options_.connect_timeout : options_.request_timeout);
     co_await connection->tcp().async_connect(endpoints, asio::redirect_error(use_awaitable, ec));
+    failure = ec == beast::error::timeout ? RequestFailure::connect_timeout : RequestFailure::connect;
     if (ec == beast::error::timeout) {
       co_return Error(ErrorKind::timeout, "connecting to " + config_.server + ": no connection" + within);
     }
@@ -296,6 +309,7 @@ class HttpTransport final : public Transport {
         // SSL_set_tlsext_host_name without its C cast.
         SSL_ctrl(handle, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, name.data());
       }
+      failure = RequestFailure::tls;
       if (!config_.insecure_skip_tls_verify) {
         X509_VERIFY_PARAM* param = SSL_get0_param(handle);
         X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
@@ -313,6 +327,7 @@ class HttpTransport final : public Transport {
         SSL_set_session(handle, session_.get());
       }
       co_await connection->tls->async_handshake(ssl::stream_base::client, asio::redirect_error(use_awaitable, ec));
+      failure = ec == beast::error::timeout ? RequestFailure::tls_timeout : RequestFailure::tls;
       if (ec == beast::error::timeout) {
         session_.reset();
         co_return Error(ErrorKind::timeout,
@@ -415,7 +430,8 @@ class HttpTransport final : public Transport {
     std::optional<Response> response;
     Error error;
     bool request_sent = false;
-    bool reused_connection = false;  // sent over a pooled connection
+    bool reused_connection = false;                   // sent over a pooled connection
+    RequestFailure failure = RequestFailure::client;  // without a response: what failed
   };
 
   asio::awaitable<Attempt> attempt(const Request& request, const Credentials& credentials) {
@@ -438,7 +454,7 @@ class HttpTransport final : public Transport {
     auto connection = take_idle(identity);
     outcome.reused_connection = connection != nullptr;
     if (!connection) {
-      auto connected = co_await connect(credentials, deadline);
+      auto connected = co_await connect(credentials, deadline, outcome.failure);
       if (!connected) {
         outcome.error = std::move(connected).error();
         co_return outcome;
@@ -456,6 +472,7 @@ class HttpTransport final : public Transport {
       ec = co_await write_request(*connection->plain, message);
     }
     if (ec) {
+      outcome.failure = ec == beast::error::timeout ? RequestFailure::timeout : RequestFailure::write;
       outcome.error = connection_error(ErrorKind::connection, request.verb + " " + request.path, ec);
       co_return outcome;
     }
@@ -469,6 +486,7 @@ class HttpTransport final : public Transport {
     }
     if (ec) {
       // (memory running out for the body is an error here too, not an exception)
+      outcome.failure = read_failure(ec);
       outcome.error = response_read_error(request.verb + " " + request.path, ec, options_.max_response_bytes);
       co_return outcome;
     }
@@ -549,6 +567,9 @@ class HttpTransport final : public Transport {
   }
 
   void count(const std::string& verb, int status) { ++stats_.requests[verb + " " + std::to_string(status)]; }
+  void count(const std::string& verb, RequestFailure failure) {
+    ++stats_.failures[verb + " " + std::string(to_string(failure))];
+  }
 
   // --- the server's reachability (reachability.hpp) ----------------------------------
 
@@ -629,7 +650,7 @@ class HttpTransport final : public Transport {
           continue;
         }
       } else {
-        count(request.verb, 0);
+        count(request.verb, outcome.failure);
         error = std::move(outcome.error);
         note_failure(attempt_started, error, outcome.request_sent, outcome.reused_connection);
         spdlog::debug("{} {} failed: {}", request.verb, request.path, error.message);
@@ -676,7 +697,8 @@ class HttpTransport final : public Transport {
       bool answered = false;
       const auto attempt_started = now();
       auto deadline = attempt_started + options_.request_timeout;
-      auto connected = co_await connect(credentials.value(), deadline);
+      RequestFailure failure = RequestFailure::client;
+      auto connected = co_await connect(credentials.value(), deadline, failure);
       if (connected) {
         auto connection = std::move(connected.value());
         auto message = make_message(request, credentials.value());
@@ -694,7 +716,8 @@ class HttpTransport final : public Transport {
         // 1.74 compares a Content-Length with an empty limit as "larger", so an error
         // answered with a sized Status body (403, 410) failed as too large.
         parser->body_limit(std::numeric_limits<std::uint64_t>::max());
-        if (!ec) {
+        const bool written = !ec;
+        if (written) {
           // (if/else, not ?: — GCC 12 miscompiles co_await inside a conditional expression)
           if (connection->tls) {
             ec = co_await read_header(*connection->tls, connection->buffer, *parser);
@@ -703,7 +726,9 @@ class HttpTransport final : public Transport {
           }
         }
         if (ec) {
-          count(request.verb, 0);
+          count(request.verb, written                       ? read_failure(ec)
+                              : ec == beast::error::timeout ? RequestFailure::timeout
+                                                            : RequestFailure::write);
           error = response_read_error(request.verb + " " + request.path, ec, options_.max_response_bytes);
         } else {
           answered = true;
@@ -734,7 +759,7 @@ class HttpTransport final : public Transport {
           }
         }
       } else {
-        count(request.verb, 0);
+        count(request.verb, failure);
         error = std::move(connected).error();
       }
       if (!answered) {
@@ -784,10 +809,38 @@ class HttpTransport final : public Transport {
 
 std::uint64_t TransportStats::total_requests() const {
   std::uint64_t total = 0;
-  for (const auto& [key, value] : requests) {
-    total += value;
+  for (const auto& counts : {&requests, &failures}) {
+    for (const auto& [key, value] : *counts) {
+      total += value;
+    }
   }
   return total;
+}
+
+std::string_view to_string(RequestFailure failure) {
+  switch (failure) {
+    case RequestFailure::client:
+      return "client";
+    case RequestFailure::resolve:
+      return "resolve";
+    case RequestFailure::connect:
+      return "connect";
+    case RequestFailure::connect_timeout:
+      return "connect_timeout";
+    case RequestFailure::tls:
+      return "tls";
+    case RequestFailure::tls_timeout:
+      return "tls_timeout";
+    case RequestFailure::write:
+      return "write";
+    case RequestFailure::timeout:
+      return "timeout";
+    case RequestFailure::read:
+      return "read";
+    case RequestFailure::response_too_large:
+      return "response_too_large";
+  }
+  return "client";
 }
 
 Result<ServerAddress> parse_server_url(std::string_view url) {

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/credentials.hpp"
 #include "core/error.hpp"
@@ -32,11 +33,29 @@ namespace kstate {
 
 namespace asio = boost::asio;
 
-// Counters for /metrics: requests by "VERB CODE" (code 0: no HTTP answer) and retries.
+// What failed when a request got no HTTP answer: the step it reached, and whether a
+// deadline ran out there (kstate_api_request_failures_total{verb,failure}).
+enum class RequestFailure {
+  client,              // not sent: kstate refused it (a header with a control character, an unusable certificate)
+  resolve,             // the server's name did not resolve
+  connect,             // the TCP connection was refused or unreachable
+  connect_timeout,     // no connection within connect-timeout
+  tls,                 // the TLS handshake failed (certificate, protocol)
+  tls_timeout,         // the TLS handshake did not complete within connect-timeout
+  write,               // the connection broke while the request was written
+  timeout,             // no whole answer within request-timeout
+  read,                // the connection broke while the answer was read
+  response_too_large,  // the answer was over the response limits
+};
+std::string_view to_string(RequestFailure failure);  // "connect_timeout", ...
+
+// Counters for /metrics: answered requests by "VERB CODE", requests without an answer
+// by "VERB FAILURE", and retries.
 struct TransportStats {
-  std::map<std::string, std::uint64_t> requests;  // e.g. {"GET 200": 12, "POST 0": 1}
+  std::map<std::string, std::uint64_t> requests;  // e.g. {"GET 200": 12, "PATCH 409": 1}
+  std::map<std::string, std::uint64_t> failures;  // e.g. {"GET connect": 2, "PATCH timeout": 1}
   std::uint64_t retries = 0;
-  std::uint64_t total_requests() const;
+  std::uint64_t total_requests() const;  // answered or not
 };
 
 // The body of a streaming response (watch), read chunk by chunk.

@@ -1,7 +1,9 @@
 // `kstate apply` and `kstate test`: one reconcile of the given files and
 // directories (test: every write dryRun=All), then a report in the chosen format and
 // the exit code of DESIGN.md. Load errors are reported with file:line and never stop
-// the other files' states from running.
+// the other files' states from running. As with kubectl, `-` reads YAML documents from
+// stdin (named <stdin> in messages), and namespaced objects that name no namespace
+// go to -n's, else to the kubeconfig context's.
 #include "daemon/apply_command.hpp"
 
 #include <spdlog/spdlog.h>
@@ -16,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <thread>
 
@@ -34,6 +37,58 @@
 namespace kstate::daemon {
 namespace {
 
+constexpr const char* stdin_name = "<stdin>";
+
+// Stdin whole, up to the size limit of a manifest file.
+manifests::LoadResult load_stdin(const manifests::LoadOptions& options) {
+  std::string text;
+  char buffer[65536];
+  while (std::cin.read(buffer, sizeof buffer) || std::cin.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(std::cin.gcount()));
+    if (text.size() > options.limits.max_file_bytes) {
+      manifests::LoadResult refused;
+      refused.errors.push_back({{stdin_name, 0, 0},
+                                "",
+                                "larger than the limit of " + std::to_string(options.limits.max_file_bytes >> 20) +
+                                    " MiB for a manifest file; not loaded"});
+      refused.failed_files.insert(stdin_name);
+      refused.files.push_back(stdin_name);
+      return refused;
+    }
+  }
+  return manifests::load_text(text, stdin_name, options);
+}
+
+// `from`'s states, errors and files after `into`'s.
+void append(manifests::LoadResult& into, manifests::LoadResult from) {
+  std::move(from.states.begin(), from.states.end(), std::back_inserter(into.states));
+  std::move(from.errors.begin(), from.errors.end(), std::back_inserter(into.errors));
+  into.failed_files.merge(from.failed_files);
+  std::move(from.files.begin(), from.files.end(), std::back_inserter(into.files));
+  into.file_hashes.merge(from.file_hashes);
+  into.included_by.merge(from.included_by);
+}
+
+// With -n given, an object that names another namespace is an error, as with kubectl
+// ("the namespace from the provided object does not match"): it is left out.
+void check_namespace_flag(manifests::LoadResult& loaded, const std::string& namespace_name) {
+  std::vector<manifests::State> kept;
+  kept.reserve(loaded.states.size());
+  for (auto& state : loaded.states) {
+    const json::Value* given = json::find_path(state.object, {"metadata", "namespace"});
+    if (given != nullptr && given->IsString() && given->GetString() != namespace_name) {
+      loaded.errors.push_back({state.source, state.id,
+                               "the object's namespace \"" + std::string(given->GetString()) +
+                                   "\" does not match -n/--namespace \"" + namespace_name +
+                                   "\" (as kubectl: leave -n out, or give -n " + given->GetString() + ")"});
+      loaded.failed_files.insert(state.source.file);
+      continue;
+    }
+    kept.push_back(std::move(state));
+  }
+  loaded.states = std::move(kept);
+}
+
 void write_report(std::ostream& out, const cli::CommonOptions& common, const states::RunReport& report) {
   if (common.output == "json") {
     states::write_json(out, report);
@@ -42,6 +97,7 @@ void write_report(std::ostream& out, const cli::CommonOptions& common, const sta
   } else {
     states::TextOptions text;
     text.color = &out == &std::cout && states::want_color(STDOUT_FILENO);
+    text.state_output = states::parse_state_output(common.state_output).value_or(states::StateOutput::concise);
     states::write_text(out, report, text);
   }
 }
@@ -83,16 +139,26 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   tune_heap_for_short_run();
   const int other_cpus = static_cast<int>(std::thread::hardware_concurrency()) - 1;
   const std::function<void()> reserve_heap = [] { reserve_thread_heap(std::size_t{16} << 20, std::size_t{4} << 20); };
+  std::vector<std::string> paths;
+  bool read_stdin = false;
+  for (const auto& path : invocation.paths) {
+    if (path == "-") {
+      read_stdin = true;  // kubectl's `-f -`
+    } else {
+      paths.push_back(path);
+    }
+  }
   // The cross-state checks run once discovery is known (which kinds are cluster-scoped
-  // decides which states name one object: manifests/cluster_scope.hpp).
+  // decides which states name one object: manifests/cluster_scope.hpp), over the
+  // files' and stdin's states together.
   manifests::LoadOptions load_options;
   load_options.check_references = false;
-  manifests::BackgroundLoad loading(invocation.paths, load_options, std::max(other_cpus, 1), reserve_heap);
+  manifests::BackgroundLoad loading(paths, load_options, std::max(other_cpus, 1), reserve_heap);
   // With LISTs started ahead (begin_cycle), this thread runs the io_context a moment
   // between the files it loads and while it waits for the other threads: those LISTs
   // are sent and answered during the load instead of after it.
   boost::asio::io_context io;
-  auto finish_loading = [&loading, &io](bool requests_in_flight) {
+  auto finish_loading = [&](bool requests_in_flight) {
     std::function<bool()> run_io_until_woken;
     std::function<void()> wake_io;
     if (requests_in_flight) {
@@ -103,7 +169,14 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
       };
       wake_io = [&io] { boost::asio::post(io, [] {}); };
     }
-    return loading.finish(run_io_until_woken, wake_io);
+    manifests::LoadResult loaded = loading.finish(run_io_until_woken, wake_io);
+    if (read_stdin) {
+      append(loaded, load_stdin(load_options));
+    }
+    if (!common.namespace_name.empty()) {
+      check_namespace_flag(loaded, common.namespace_name);
+    }
+    return loaded;
   };
 
   auto client = make_client(io.get_executor(), kubeconfig_sources(common), transport_options(common));
@@ -123,12 +196,14 @@ int run_apply_command(const cli::Invocation& invocation, std::ostream& out, std:
   options.engine.concurrency = common.concurrency;
   options.engine.field_manager = common.field_manager;
   options.engine.prepare_ahead = true;
+  // As kubectl: -n, else the kubeconfig context's namespace, else "default".
+  options.engine.default_namespace =
+      common.namespace_name.empty() ? (*client)->config.default_namespace : common.namespace_name;
   if (common.applyset_name.empty()) {
     options.parent.reset();  // no membership recorded, nothing pruned (cli.cpp refuses --prune)
   } else {
     options.parent = states::ApplySetParent{common.applyset_name, common.applyset_namespace};
-    options.writer =
-        states::Writer{states::Writer::Mode::apply, states::local_host_name(), absolute_paths(invocation.paths)};
+    options.writer = states::Writer{states::Writer::Mode::apply, states::local_host_name(), absolute_paths(paths)};
   }
   // Every object kstate writes for a set carries managed-by and the ApplySet
   // membership label (KEP-3659) of the parent, so `kubectl --applyset` and prune

@@ -1,6 +1,8 @@
 // CLI11-based parsing of kstate's subcommands and common flags, and dispatch to the
 // subcommand handlers. Keeps the contract of DESIGN.md: usage errors exit 2 with one
-// clear line on stderr.
+// clear line on stderr. Each subcommand gets only the flags that apply to it, and
+// every option that takes a value says which (a file, a folder, one of a list) so that
+// completions and the man page (cli_docs.cpp) are generated from these definitions.
 #include "daemon/cli.hpp"
 
 #include <openssl/opensslv.h>
@@ -12,56 +14,143 @@
 #include <sstream>
 
 #include "daemon/apply_command.hpp"
+#include "daemon/cli_docs.hpp"
 #include "daemon/config_flags.hpp"
 #include "daemon/daemon_command.hpp"
 #include "daemon/discover_command.hpp"
 #include "daemon/inventory_command.hpp"
+#include "daemon/logging.hpp"
 #include "daemon/states_reconciler.hpp"
 #include "kstate/build_info.hpp"
+#include "manifests/loader.hpp"
 #include "manifests/object_validation.hpp"
 #include "states/adoption.hpp"
+#include "states/report.hpp"
 
 namespace kstate::cli {
 namespace {
 
+// Defines options and records what values they take.
+class Definer {
+ public:
+  explicit Definer(CommandLine& line) : line_(line) {}
+
+  CLI::Option* choice(CLI::Option* option, std::vector<std::string> choices) {
+    option->check(CLI::IsMember(choices));
+    line_.values[option] = {ValueKind::choice, std::move(choices), {}};
+    return option;
+  }
+  CLI::Option* file(CLI::Option* option) { return kind(option, ValueKind::file); }
+  CLI::Option* directory(CLI::Option* option) { return kind(option, ValueKind::directory); }
+  CLI::Option* named(CLI::Option* option, std::string placeholder) {
+    line_.values[option] = {ValueKind::other, {}, std::move(placeholder)};
+    return option;
+  }
+
+ private:
+  CLI::Option* kind(CLI::Option* option, ValueKind value_kind) {
+    line_.values[option] = {value_kind, {}, {}};
+    return option;
+  }
+  CommandLine& line_;
+};
+
 // A Go-style duration flag (daemon/duration.hpp) of at least `minimum`.
 void add_duration_option(CLI::App& app, const std::string& name, kstate::daemon::Duration& value,
-                         kstate::daemon::Duration minimum, const std::string& description) {
-  app.add_option_function<std::string>(
-         name, [&value](const std::string& text) { value = kstate::daemon::parse_duration(text).value(); }, description)
-      ->check(CLI::Validator(
-          [minimum](std::string& text) -> std::string {
-            auto parsed = kstate::daemon::parse_duration(text);
-            if (!parsed) {
-              return parsed.error().message;
-            }
-            return *parsed < minimum ? "must be at least " + kstate::daemon::format_duration(minimum) : "";
-          },
-          "DURATION"));
+                         kstate::daemon::Duration minimum, const std::string& description, Definer& define) {
+  auto* option =
+      app.add_option_function<std::string>(
+             name, [&value](const std::string& text) { value = kstate::daemon::parse_duration(text).value(); },
+             description)
+          ->check(CLI::Validator(
+              [minimum](std::string& text) -> std::string {
+                auto parsed = kstate::daemon::parse_duration(text);
+                if (!parsed) {
+                  return parsed.error().message;
+                }
+                return *parsed < minimum ? "must be at least " + kstate::daemon::format_duration(minimum) : "";
+              },
+              "DURATION"));
+  define.named(option, "DURATION");
+}
+
+// --state-output's values, as states/report.hpp names them.
+std::vector<std::string> state_output_choices() {
+  std::vector<std::string> names;
+  for (auto output : kstate::states::all_state_outputs) {
+    names.emplace_back(kstate::states::to_string(output));
+  }
+  return names;
+}
+
+// kubectl's `-f=x` and `-o=json`: pflag takes what follows '=' as a short option's value.
+CLI::Option* short_equals(CLI::Option* option) {
+  return option->transform(CLI::Validator(
+      [](std::string& value) {
+        if (value.starts_with("=")) {
+          value.erase(0, 1);
+        }
+        return std::string();
+      },
+      ""));
 }
 
 // Where the server is and how fast to talk to it.
-void add_connection_flags(CLI::App& app, CommonOptions& common) {
-  app.add_option("--kubeconfig", common.kubeconfig, "Path to the kubeconfig file");
+void add_connection_flags(CLI::App& app, CommonOptions& common, Definer& define) {
+  define.file(app.add_option("--kubeconfig", common.kubeconfig, "Path to the kubeconfig file"));
   app.add_option("--context", common.context, "Kubeconfig context to use");
   add_duration_option(app, "--connect-timeout", common.connect_timeout, std::chrono::milliseconds(100),
-                      "Deadline for connecting to the API server, TLS handshake included (default 10s)");
+                      "Deadline for connecting to the API server, TLS handshake included (default 10s)", define);
   add_duration_option(app, "--request-timeout", common.request_timeout, std::chrono::seconds(1),
-                      "Deadline for one request to the API server, its whole answer included (default 30s)");
+                      "Deadline for one request to the API server, its whole answer included (default 30s)", define);
 }
 void add_rate_flags(CLI::App& app, CommonOptions& common) {
   app.add_option("--qps", common.qps, "Requests per second sent to the API server")->check(CLI::PositiveNumber);
   app.add_option("--burst", common.burst, "Request burst above --qps")->check(CLI::Range(1, 100000));
 }
-void add_log_level_flag(CLI::App& app, CommonOptions& common) {
-  app.add_option("-v,--log-level", common.log_level, "Log level: trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+// -v 6 as kubectl's -v=6 (0-2 info, 3-5 debug, 6 and more trace), or a level's name.
+void add_log_level_flag(CLI::App& app, CommonOptions& common, Definer& define) {
+  auto* option = app.add_option("-v,--log-level", common.log_level,
+                                "Log level: trace, debug, info, warn, error, off, or kubectl's 0-10 (6: each request)")
+                     ->transform(CLI::Validator(
+                         [](std::string& value) -> std::string {
+                           if (value.starts_with("=")) {
+                             value.erase(0, 1);  // `-v=6`, as typed for kubectl
+                           }
+                           const auto name = kstate::daemon::log_level_name(value);
+                           if (!name) {
+                             return "expected trace, debug, info, warn, error, off or a number from 0 to 10, got \"" +
+                                    value + "\"";
+                           }
+                           value = std::string(*name);
+                           return "";
+                         },
+                         "LEVEL"));
+  define.named(option, "LEVEL");
+}
+void add_cache_dir_flag(CLI::App& app, CommonOptions& common, Definer& define) {
+  define.directory(app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder"));
 }
 
-void add_common_flags(CLI::App& app, CommonOptions& common) {
-  add_connection_flags(app, common);
-  app.add_option("-o,--output", common.output, "Output format: text, json or junit")
-      ->check(CLI::IsMember({"text", "json", "junit"}));
+// apply / test: what to read (kubectl's -f, `-` for stdin) and how to apply it.
+void add_apply_flags(CLI::App& app, Invocation& invocation, Definer& define) {
+  auto& common = invocation.common;
+  define.file(app.add_option("paths", invocation.paths, "Manifest files or directories; - reads stdin"));
+  define.file(short_equals(app.add_option("-f,--filename", invocation.filenames,
+                                          "A manifest file or directory (repeatable); - reads YAML documents from "
+                                          "stdin"))
+                  ->allow_extra_args(false));
+  define.named(short_equals(app.add_option("-n,--namespace", common.namespace_name,
+                                           "Namespace of namespaced objects that name none (default: the kubeconfig "
+                                           "context's); an object naming another one is an error")),
+               "NAMESPACE");
+  add_connection_flags(app, common, define);
+  define.choice(short_equals(app.add_option("-o,--output", common.output, "Report format")), {"text", "json", "junit"});
+  define.choice(app.add_option("--state-output", common.state_output,
+                               "How much of each state -o text shows: concise (what changed or failed, one line "
+                               "each; test: with its diff), terse (every state one line), mixed (failures in "
+                               "full), changes (changes and failures in full) or full (every state, Salt's blocks)"),
+                state_output_choices());
   app.add_option("--concurrency", common.concurrency, "States run in parallel")->check(CLI::Range(1, 1024));
   add_rate_flags(app, common);
   app.add_option("--field-manager", common.field_manager, "Server-side apply field manager");
@@ -70,30 +159,42 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
                "Allow prune when the manifest directory is empty or missing");
   app.add_flag("--adopt,!--no-adopt", common.adopt,
                "Take over (label, and later prune) existing objects the manifests declare (default on)");
-  app.add_option_function<std::vector<std::string>>(
-         "--adopt-objects",
-         [&common](const std::vector<std::string>& values) {
-           for (const std::string& value : values) {  // (the flag may be repeated)
-             auto parsed = states::parse_adopt_objects(value);
-             if (!parsed) {
-               throw CLI::ValidationError("--adopt-objects", parsed.error().message);
-             }
-             common.adopt_objects.insert(parsed->begin(), parsed->end());
-           }
-         },
-         "Objects taken over even when another tool (Helm, Flux, Argo CD, another ApplySet) manages them: "
-         "Kind/namespace/name, comma-separated")
-      ->allow_extra_args(false);  // one value per flag: a path after it stays a path
-  app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder");
-  add_log_level_flag(app, common);
+  auto* adopt_objects = app.add_option_function<std::vector<std::string>>(
+      "--adopt-objects",
+      [&common](const std::vector<std::string>& values) {
+        for (const std::string& value : values) {  // (the flag may be repeated)
+          auto parsed = states::parse_adopt_objects(value);
+          if (!parsed) {
+            throw CLI::ValidationError("--adopt-objects", parsed.error().message);
+          }
+          common.adopt_objects.insert(parsed->begin(), parsed->end());
+        }
+      },
+      "Objects taken over even when another tool (Helm, Flux, Argo CD, another ApplySet) manages them: "
+      "Kind/namespace/name, comma-separated");
+  adopt_objects->allow_extra_args(false);  // one value per flag: a path after it stays a path
+  define.named(adopt_objects, "KIND/NAMESPACE/NAME,...");
+  add_cache_dir_flag(app, common, define);
+  add_log_level_flag(app, common, define);
+}
+
+// discover: only what reading discovery uses.
+void add_discover_flags(CLI::App& app, Invocation& invocation, Definer& define) {
+  auto& common = invocation.common;
+  app.add_flag("--refresh", invocation.refresh, "Ignore the discovery cache");
+  add_connection_flags(app, common, define);
+  define.choice(short_equals(app.add_option("-o,--output", common.output, "Output format")), {"text", "json"});
+  add_rate_flags(app, common);
+  add_cache_dir_flag(app, common, define);
+  add_log_level_flag(app, common, define);
 }
 
 // inventory: only what a read-only listing uses (no prune, concurrency or field manager).
-void add_inventory_flags(CLI::App& app, Invocation& invocation) {
+void add_inventory_flags(CLI::App& app, Invocation& invocation, Definer& define) {
   auto& options = invocation.inventory;
-  add_connection_flags(app, invocation.common);
-  app.add_option("-o,--output", invocation.common.output, "Output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  add_connection_flags(app, invocation.common, define);
+  define.choice(short_equals(app.add_option("-o,--output", invocation.common.output, "Output format")),
+                {"text", "json"});
   auto* ns = app.add_option("-n,--namespace", options.namespace_name,
                             "Pods of this namespace (default: the kubeconfig context's namespace)");
   app.add_flag("-A,--all-namespaces", options.all_namespaces, "Pods of every namespace")->excludes(ns);
@@ -103,7 +204,7 @@ void add_inventory_flags(CLI::App& app, Invocation& invocation) {
   app.add_option("--image", options.image, "Only this image repository (e.g. registry.example.com/team/app)");
   app.add_option("--chunk-size", options.chunk_size, "Items per LIST page")->check(CLI::Range(1, 100000));
   add_rate_flags(app, invocation.common);
-  add_log_level_flag(app, invocation.common);
+  add_log_level_flag(app, invocation.common, define);
 }
 
 // apply / test: which ApplySet the run manages. Its parent Secret records what the set
@@ -123,9 +224,8 @@ void add_applyset_flags(CLI::App& app, CommonOptions& common) {
       ->check(check_with(&manifests::check_dns1123_label));
 }
 
-}  // namespace
-
-int print_version(const Invocation& /*invocation*/, std::ostream& out, std::ostream& /*err*/) {
+std::string version_text() {
+  std::ostringstream out;
   out << "kstate " << build_info::version << "\n"
       << "commit: " << build_info::git_commit << "\n"
       << "build: " << build_info::build_type << ", " << build_info::compiler << "\n"
@@ -138,49 +238,108 @@ int print_version(const Invocation& /*invocation*/, std::ostream& out, std::ostr
       << "  cli11 " << CLI11_VERSION << "\n"
       << "  libsystemd " << build_info::systemd_version << "\n"
       << "  dtl " << build_info::dtl_version << "\n";
+  return out.str();
+}
+
+// The subcommand a word names (its name or an alias), or nullptr.
+const CLI::App* subcommand_named(const CLI::App& app, std::string_view word) {
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    const auto& aliases = sub->get_aliases();
+    if (sub->get_name() == word || std::find(aliases.begin(), aliases.end(), word) != aliases.end()) {
+      return sub;
+    }
+  }
+  return nullptr;
+}
+
+// " (did you mean \"apply\"?)" for a mistyped subcommand, or "".
+std::string suggested_subcommand(const CLI::App& app, std::string_view word) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub :
+       app.get_subcommands([](const CLI::App* candidate) { return !candidate->get_group().empty(); })) {
+    names.push_back(sub->get_name());
+    for (const auto& alias : sub->get_aliases()) {
+      names.push_back(alias);
+    }
+  }
+  const std::string match = manifests::closest_match(word, {names.begin(), names.end()});
+  return match.empty() ? std::string() : " (did you mean \"" + match + "\"?)";
+}
+
+}  // namespace
+
+CommandLine::CommandLine() = default;
+CommandLine::~CommandLine() = default;
+CommandLine::CommandLine(CommandLine&&) noexcept = default;
+CommandLine& CommandLine::operator=(CommandLine&&) noexcept = default;
+
+CommandLine command_line(Invocation& invocation) {
+  CommandLine line;
+  line.app = std::make_unique<CLI::App>(
+      "kstate keeps a Kubernetes cluster in the state a directory of manifests describes.", "kstate");
+  CLI::App& app = *line.app;
+  Definer define(line);
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  app.set_version_flag("--version", version_text, "Print version, commit and library versions");
+
+  auto* apply = app.add_subcommand("apply", "One reconcile of files/directories, then exit");
+  auto* test = app.add_subcommand("test", "Same as apply, but every write is dryRun=All; prints diffs (alias: diff)");
+  test->alias("diff");
+  for (auto* sub : {apply, test}) {
+    add_apply_flags(*sub, invocation, define);
+    add_applyset_flags(*sub, invocation.common);
+  }
+
+  auto* daemon = app.add_subcommand("daemon", "Long-running reconciler of a watched directory");
+  define.file(daemon->add_option("--config", invocation.config_file, "Config file (default /etc/kstate/config.yaml)"));
+  kstate::daemon::add_config_flags(*daemon, invocation.config_overrides);
+
+  auto* discover = app.add_subcommand("discover", "List the resources the server offers");
+  add_discover_flags(*discover, invocation, define);
+
+  auto* inventory =
+      app.add_subcommand("inventory", "Nodes, and where each image digest runs (for matching builds by digest)");
+  add_inventory_flags(*inventory, invocation, define);
+
+  app.add_subcommand("version", "Print version, commit and library versions");
+
+  auto* completion = app.add_subcommand("completion", "Print a shell completion script: bash, zsh or fish");
+  define.choice(completion->add_option("shell", invocation.shell, "The shell")->required(), {"bash", "zsh", "fish"});
+
+  // The man page, written from these definitions at build time (hidden: group "").
+  app.add_subcommand("man", "Print the kstate(1) man page (roff)")->group("");
+  return line;
+}
+
+int print_version(const Invocation& /*invocation*/, std::ostream& out, std::ostream& /*err*/) {
+  out << version_text();
   return exit_ok;
 }
 
 int run(int argc, const char* const* argv, const std::map<std::string, Handler>& handlers, std::ostream& out,
         std::ostream& err) {
-  CLI::App app{"kstate keeps a Kubernetes cluster in the state a directory of manifests describes.", "kstate"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "Show help for every subcommand");
-
   Invocation invocation;
+  CommandLine line = command_line(invocation);
+  CLI::App& app = *line.app;
 
-  auto* apply = app.add_subcommand("apply", "One reconcile of files/directories, then exit");
-  apply->add_option("paths", invocation.paths, "Manifest files or directories");
-  add_common_flags(*apply, invocation.common);
-  add_applyset_flags(*apply, invocation.common);
-
-  auto* test = app.add_subcommand("test", "Same as apply, but every write is dryRun=All; prints diffs");
-  test->add_option("paths", invocation.paths, "Manifest files or directories");
-  add_common_flags(*test, invocation.common);
-  add_applyset_flags(*test, invocation.common);
-
-  auto* daemon = app.add_subcommand("daemon", "Long-running reconciler of a watched directory");
-  daemon->add_option("--config", invocation.config_file, "Config file (default /etc/kstate/config.yaml)");
-  kstate::daemon::add_config_flags(*daemon, invocation.config_overrides);
-
-  auto* discover = app.add_subcommand("discover", "List the resources the server offers");
-  discover->add_flag("--refresh", invocation.refresh, "Ignore the discovery cache");
-  add_common_flags(*discover, invocation.common);
-  discover->get_option("--output")->check(CLI::IsMember({"text", "json"}));
-
-  auto* inventory =
-      app.add_subcommand("inventory", "Nodes, and where each image digest runs (for matching builds by digest)");
-  add_inventory_flags(*inventory, invocation);
-
-  app.add_subcommand("version", "Print version, commit and library versions");
-
+  // `kstate aply`: CLI11 would only say "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-' && subcommand_named(app, argv[1]) == nullptr) {
+    err << "kstate: unknown command \"" << argv[1] << "\"" << suggested_subcommand(app, argv[1])
+        << " (see kstate --help)\n";
+    return exit_failed;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    out << app.help();
+    const auto parsed = app.get_subcommands();
+    out << (parsed.empty() ? app.help() : parsed.back()->help());
     return exit_ok;
   } catch (const CLI::CallForAllHelp& e) {
     out << app.help("", CLI::AppFormatMode::All);
+    return exit_ok;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what();
     return exit_ok;
   } catch (const CLI::ParseError& e) {
     // One clear line: CLI11's message, then where to look.
@@ -193,8 +352,12 @@ int run(int argc, const char* const* argv, const std::map<std::string, Handler>&
   }
 
   for (auto* sub : app.get_subcommands()) {
-    invocation.subcommand = sub->get_name();
+    invocation.subcommand = sub->get_name();  // `diff` is `test`
   }
+  // -f values after the positional paths (CLI11 assigns each option's values whole, so
+  // they are kept apart while parsing).
+  invocation.paths.insert(invocation.paths.end(), invocation.filenames.begin(), invocation.filenames.end());
+  invocation.filenames.clear();
   if ((invocation.subcommand == "apply" || invocation.subcommand == "test") &&
       invocation.common.prune.value_or(false) && invocation.common.applyset_name.empty()) {
     // As kubectl's --prune needs --applyset: prune deletes what one named set recorded.
@@ -216,6 +379,8 @@ std::map<std::string, Handler> default_handlers(bool whole_process) {
       {"version", print_version},
       {"discover", daemon::run_discover_command},
       {"inventory", daemon::run_inventory_command},
+      {"completion", print_completion},
+      {"man", print_man_page},
       {"apply",
        [whole_process](const Invocation& invocation, std::ostream& out, std::ostream& err) {
          return daemon::run_apply_command(invocation, out, err, false, whole_process);

@@ -1,11 +1,15 @@
 // The command line of DESIGN.md ("Command line"): subcommands, common flags and exit
-// codes. Parsing is separated from running so tests can check the contract without
-// starting anything.
+// codes, with kubectl's habits (-f/--filename and `-` for stdin, -n/--namespace,
+// `kstate diff`, --version, -v numbers, "did you mean" for a mistyped subcommand).
+// Parsing is separated from running so tests can check the contract without starting
+// anything; the same definition (command_line()) generates the shell completions and
+// the man page (cli_docs.hpp).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -13,6 +17,11 @@
 #include <vector>
 
 #include "daemon/config.hpp"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace kstate::cli {
 
@@ -25,7 +34,13 @@ inline constexpr int exit_failed = 2;
 struct CommonOptions {
   std::string kubeconfig;
   std::string context;
+  // apply / test, -n/--namespace: the namespace of namespaced objects that name none
+  // (empty: the kubeconfig context's, as kubectl); an object naming another one is an
+  // error, as with kubectl.
+  std::string namespace_name;
   std::string output = "text";  // text | json | junit
+  // apply / test, --state-output: how much of each state -o text shows (states/report.hpp)
+  std::string state_output = "concise";
   int concurrency = 16;
   double qps = 500.0;
   // One cycle's worth at full speed: a cold apply of 1,000 objects is ~1,100 requests.
@@ -59,14 +74,36 @@ struct InventoryOptions {
 };
 
 struct Invocation {
-  std::string subcommand;  // apply | test | daemon | discover | inventory | version
+  std::string subcommand;  // apply | test (also as `diff`) | daemon | discover | inventory | version | ...
   CommonOptions common;
-  std::vector<std::string> paths;                                // apply / test
-  std::string config_file;                                       // daemon
+  // apply / test: positional paths, then -f/--filename values; "-" is stdin.
+  std::vector<std::string> paths;
+  std::vector<std::string> filenames;  // -f/--filename while parsing (run() appends them to paths)
+  std::string config_file;             // daemon
   std::vector<kstate::daemon::ConfigOverride> config_overrides;  // daemon: one flag per config key
   bool refresh = false;                                          // discover
   InventoryOptions inventory;                                    // inventory
+  std::string shell;                                             // completion: bash | zsh | fish
 };
+
+// The command line as defined (the CLI11 App), with what it does not record itself:
+// the values an option takes, for completions and the man page.
+enum class ValueKind { none, file, directory, choice, other };
+struct OptionValues {
+  ValueKind kind = ValueKind::other;
+  std::vector<std::string> choices;  // ValueKind::choice
+  std::string placeholder;           // what the value is called in help and the man page (DURATION)
+};
+struct CommandLine {
+  std::unique_ptr<CLI::App> app;
+  std::map<const CLI::Option*, OptionValues> values;  // options that take a value
+  CommandLine();
+  ~CommandLine();
+  CommandLine(CommandLine&&) noexcept;
+  CommandLine& operator=(CommandLine&&) noexcept;
+};
+// kstate's subcommands and flags, bound to `invocation` (which parsing fills in).
+CommandLine command_line(Invocation& invocation);
 
 // A subcommand implementation: returns the process exit code.
 using Handler = std::function<int(const Invocation&, std::ostream& out, std::ostream& err)>;

@@ -1,6 +1,7 @@
 // What every subcommand that talks to a server builds its client from: where the
 // kubeconfig is (--kubeconfig, --context, KUBECONFIG and HOME from the environment)
-// and the transport's rate limit (--qps, --burst).
+// and the transport's rate limit and deadlines (--qps, --burst, --connect-timeout,
+// --request-timeout).
 #pragma once
 
 #include "core/kubeconfig.hpp"

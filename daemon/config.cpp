@@ -14,6 +14,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "daemon/logging.hpp"
+#include "manifests/loader.hpp"
 #include "manifests/object_validation.hpp"
 #include "states/adoption.hpp"
 
@@ -124,22 +126,33 @@ Status set_qps(DaemonConfig& config, const std::string& value) {
 }
 
 Status set_log_level(DaemonConfig& config, const std::string& value) {
-  static const char* const levels[] = {"trace", "debug", "info", "warn", "error", "off"};
-  if (std::find(std::begin(levels), std::end(levels), value) == std::end(levels)) {
-    return bad_value("expected one of trace, debug, info, warn, error, off, got \"" + value + "\"");
+  const auto name = log_level_name(value);
+  if (!name) {
+    return bad_value("expected one of trace, debug, info, warn, error, off (or kubectl's 0-10), got \"" + value + "\"");
   }
-  config.log_level = value;
+  config.log_level = std::string(*name);
   return ok_status();
 }
 
 Status set_log_format(DaemonConfig& config, const std::string& value) {
   if (value == "text") {
     config.log_format = LogFormat::text;
+  } else if (value == "journal") {
+    config.log_format = LogFormat::journal;
   } else if (value == "json") {
     config.log_format = LogFormat::json;
   } else {
-    return bad_value("expected text or json, got \"" + value + "\"");
+    return bad_value("expected text, journal or json, got \"" + value + "\"");
   }
+  return ok_status();
+}
+
+Status set_state_output(DaemonConfig& config, const std::string& value) {
+  const auto output = states::parse_state_output(value);
+  if (!output) {
+    return bad_value("expected concise, terse, mixed, changes or full, got \"" + value + "\"");
+  }
+  config.state_output = *output;
   return ok_status();
 }
 
@@ -236,8 +249,15 @@ const std::vector<KeyEntry>& key_table() {
         duration_setter([](DaemonConfig& c) -> Duration& { return c.request_timeout; }, 1s));
     add("cache-dir", "Discovery cache folder", string_setter(&DaemonConfig::cache_dir, false));
     add("state-dir", "Folder for the daemon's own state", string_setter(&DaemonConfig::state_dir, false));
-    add("log.level", "Log level: trace, debug, info, warn, error, off", set_log_level);
-    add("log.format", "Log format: text or json (one object per line)", set_log_format);
+    add("log.level", "Log level: trace, debug, info, warn, error, off, or kubectl's -v numbers 0-10", set_log_level);
+    add("log.format",
+        "Log format: text (journal when stderr is the journal), journal (<N> priority prefixes, no time) or json "
+        "(one object per line, with state, kind, namespace, name, action, file, line, duration_ms)",
+        set_log_format);
+    add("state-output",
+        "What a reconcile logs of each change, as kstate apply's --state-output: concise, terse or mixed one line "
+        "per object changed or failed; changes or full its diff too (Secret values masked)",
+        set_state_output);
     add("check-manifest-permissions", "Refuse manifests writable by group or others",
         bool_setter([](DaemonConfig& c) -> bool& { return c.check_manifest_permissions; }), true);
     return t;
@@ -252,6 +272,16 @@ const KeyEntry* find_key(std::string_view path) {
     }
   }
   return nullptr;
+}
+
+// " (did you mean \"resync-interval\"?)" for a mistyped key, or "".
+std::string suggested_key(std::string_view path) {
+  std::vector<std::string_view> paths;
+  for (const auto& entry : key_table()) {
+    paths.push_back(entry.key.path);
+  }
+  const std::string match = manifests::closest_match(path, paths);
+  return match.empty() ? std::string() : " (did you mean \"" + match + "\"?)";
 }
 
 bool is_section(std::string_view path) {
@@ -291,7 +321,8 @@ Status parse_map(const YAML::Node& map, const std::string& prefix, std::string_v
     }
     const KeyEntry* entry = find_key(path);
     if (entry == nullptr) {
-      return Error(ErrorKind::invalid_input, location(source, item.first) + ": " + path + ": unknown key");
+      return Error(ErrorKind::invalid_input,
+                   location(source, item.first) + ": " + path + ": unknown key" + suggested_key(path));
     }
     if (!value.IsScalar() && !value.IsNull()) {
       return Error(ErrorKind::invalid_input, location(source, value) + ": " + path + ": expected a single value");
@@ -324,7 +355,14 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 std::string_view to_string(LogFormat format) {
-  return format == LogFormat::json ? "json" : "text";
+  switch (format) {
+    case LogFormat::journal:
+      return "journal";
+    case LogFormat::json:
+      return "json";
+    default:
+      return "text";
+  }
 }
 
 Result<HostPort> parse_host_port(std::string_view address) {

@@ -14,10 +14,13 @@
 
 #include "core/error.hpp"
 #include "daemon/duration.hpp"
+#include "states/report.hpp"
 
 namespace kstate::daemon {
 
-enum class LogFormat { text, json };
+// text: time, level and message; journal: `<N>` priority prefixes for journald (chosen
+// by itself when stderr is the journal); json: one object per line with structured fields.
+enum class LogFormat { text, journal, json };
 
 // Lease-based leader election, with client-go's defaults (leaderelection.LeaderElectionConfig).
 struct LeaderElectionConfig {
@@ -72,6 +75,9 @@ struct DaemonConfig {
   std::string state_dir = "/var/lib/kstate";
   std::string log_level = "info";
   LogFormat log_format = LogFormat::text;
+  // What each reconcile logs of a change: concise, terse and mixed one line per object
+  // created, configured, adopted, pruned or failed; changes and full its diff too.
+  states::StateOutput state_output = states::StateOutput::concise;
   // Refuse manifests that are writable by other users (they would let them act as kstate).
   bool check_manifest_permissions = true;
 };

@@ -30,15 +30,15 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
   auto config = load();
   if (!config) {
     err << "kstate daemon: " << config.error().message << "\n";
-    return 2;
+    return daemon_exit_config;
   }
   if (auto status = setup_logging(config->log_level, config->log_format); !status) {
     err << "kstate daemon: " << status.error().message << "\n";
-    return 2;
+    return daemon_exit_config;
   }
   if (!make_reconciler) {
     err << "kstate daemon: no reconciler available in this build\n";
-    return 2;
+    return daemon_exit_config;
   }
   // The discovery cache and the state folder are kstate's alone (0700; files in them 0600).
   for (const std::string* dir : {&config->cache_dir, &config->state_dir}) {
@@ -61,7 +61,7 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
   auto reconciler = make_reconciler(io, *config, metrics);
   if (!reconciler) {
     err << "kstate daemon: " << reconciler.error().message << "\n";
-    return 2;
+    return daemon_exit_config;
   }
   spdlog::info("kstate daemon starting: manifests {}, resync every {}, debounce {}, prune-delay {}",
                config->manifests_dir, format_duration(config->resync_interval), format_duration(config->debounce),
@@ -73,9 +73,15 @@ int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& ma
       spdlog::error("log settings: {}", status.error().message);
     }
   });
-  const int code = runner.run();
-  spdlog::info("kstate daemon stopped");
-  return code;
+  try {
+    const int code = runner.run();
+    spdlog::info("kstate daemon stopped");
+    return code;
+  } catch (const std::exception& e) {
+    // Not a configuration error: the unit restarts the daemon.
+    spdlog::critical("internal error: {}", e.what());
+    return daemon_exit_failed;
+  }
 }
 
 }  // namespace kstate::daemon

@@ -28,8 +28,15 @@ struct DaemonCommand {
   RunnerOptions runner_options;  // tests shrink the timings
 };
 
-// Exit codes: 0 after a clean stop, 2 for config/set-up errors (one line on `err`
-// naming the key and file:line).
+// Exit codes of the daemon. The unit restarts it after a failure
+// (Restart=on-failure) except after a configuration error (RestartPreventExitStatus=2):
+// restarting cannot fix a typo, and restarting every 5 s for ever would hide it.
+inline constexpr int daemon_exit_stopped = 0;
+inline constexpr int daemon_exit_failed = 1;  // a bug found at run time: a restart may help
+inline constexpr int daemon_exit_config = 2;  // the config file, a flag, listen-address, manifests-dir
+
+// Runs the daemon until SIGTERM. A configuration or set-up error is one line on `err`
+// naming the key and file:line, and daemon_exit_config.
 int run_daemon_command(const DaemonCommand& command, const ReconcilerFactory& make_reconciler, std::ostream& err);
 
 }  // namespace kstate::daemon

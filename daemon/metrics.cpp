@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "daemon/process_sample.hpp"
+#include "kstate/build_info.hpp"
+
 namespace kstate::daemon {
 namespace {
 
@@ -127,11 +130,15 @@ void MetricFamily::add(const LabelValues& labels, double amount) {
 }
 
 void MetricFamily::set(const LabelValues& labels, double value) {
-  if (type_ != Type::gauge) {
-    throw std::logic_error("metric " + name_ + ": only gauges can be set");
+  if (type_ == Type::histogram) {
+    throw std::logic_error("metric " + name_ + ": a histogram cannot be set");
   }
   std::lock_guard lock(mutex_);
-  series(labels).value = value;
+  auto& entry = series(labels);
+  if (type_ == Type::counter && value < entry.value) {
+    throw std::logic_error("metric " + name_ + ": counters only go up");
+  }
+  entry.value = value;
 }
 
 void MetricFamily::observe(const LabelValues& labels, double value) {
@@ -224,7 +231,12 @@ DaemonMetrics::DaemonMetrics(MetricsRegistry& registry)
                                      {"result"})),
       managed_objects(registry.gauge("kstate_managed_objects", "Objects kstate manages after the last reconcile")),
       api_requests(registry.counter("kstate_api_requests_total",
-                                    "Requests sent to the API server, by verb and HTTP code", {"verb", "code"})),
+                                    "Requests the API server answered, by verb and HTTP code", {"verb", "code"})),
+      api_request_failures(registry.counter(
+          "kstate_api_request_failures_total",
+          "Requests without an answer, by verb and what failed (resolve, connect, connect_timeout, tls, tls_timeout, "
+          "write, timeout, read, response_too_large, client)",
+          {"verb", "failure"})),
       api_retries(registry.counter("kstate_api_retries_total", "API requests retried after a retryable failure")),
       discovery_cache_hits(registry.counter("kstate_discovery_cache_hits_total", "Discovery answered from the cache")),
       discovery_cache_misses(
@@ -238,6 +250,13 @@ DaemonMetrics::DaemonMetrics(MetricsRegistry& registry)
       applyset_writer_conflict(
           registry.gauge("kstate_applyset_writer_conflict",
                          "1 while another writer reconciles this daemon's ApplySet, so that this one writes nothing")),
+      build_info(registry.gauge("kstate_build_info", "Always 1; the version and commit kstate was built from",
+                                {"version", "commit"})),
+      process_resident_memory(registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes")),
+      process_open_fds(registry.gauge("process_open_fds", "Number of open file descriptors")),
+      process_start_time(
+          registry.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds")),
+      process_cpu(registry.counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds")),
       drift_corrections(registry.counter(
           "kstate_drift_corrections_total",
           "Objects whose state ran again because a watch saw them changed or deleted through the API, by reason "
@@ -249,6 +268,19 @@ DaemonMetrics::DaemonMetrics(MetricsRegistry& registry)
                                     {"manager"})),
       drift_watches(registry.gauge("kstate_drift_watches",
                                    "Kinds watched for drift, by state (watching; forbidden: left to the resync)",
-                                   {"state"})) {}
+                                   {"state"})) {
+  build_info.set({kstate::build_info::version, kstate::build_info::git_commit}, 1);
+  sample_process();
+}
+
+void DaemonMetrics::sample_process() {
+  const ProcessSample sample = read_process_sample();
+  process_resident_memory.set({}, sample.resident_memory_bytes);
+  process_open_fds.set({}, sample.open_fds);
+  process_start_time.set({}, sample.start_time_seconds);
+  if (sample.cpu_seconds >= process_cpu.value()) {
+    process_cpu.set({}, sample.cpu_seconds);
+  }
+}
 
 }  // namespace kstate::daemon

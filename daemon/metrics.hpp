@@ -23,7 +23,8 @@ class MetricFamily {
 
   // Counters: add a non-negative amount. Gauges: add any amount.
   void add(const LabelValues& labels, double amount = 1.0);
-  // Gauges only.
+  // Gauges: any value. Counters mirrored from elsewhere (process_cpu_seconds_total):
+  // a value not below the current one.
   void set(const LabelValues& labels, double value);
   // Histograms only.
   void observe(const LabelValues& labels, double value);
@@ -74,7 +75,8 @@ struct DaemonMetrics {
   MetricFamily& reconcile_duration;        // kstate_reconcile_duration_seconds{kind}
   MetricFamily& state_results;             // kstate_state_results_total{result}
   MetricFamily& managed_objects;           // kstate_managed_objects
-  MetricFamily& api_requests;              // kstate_api_requests_total{verb,code}
+  MetricFamily& api_requests;              // kstate_api_requests_total{verb,code}: answered requests
+  MetricFamily& api_request_failures;      // kstate_api_request_failures_total{verb,failure}: no answer
   MetricFamily& api_retries;               // kstate_api_retries_total
   MetricFamily& discovery_cache_hits;      // kstate_discovery_cache_hits_total
   MetricFamily& discovery_cache_misses;    // kstate_discovery_cache_misses_total
@@ -83,9 +85,18 @@ struct DaemonMetrics {
   MetricFamily& leader;                    // kstate_leader
   MetricFamily& ready;                     // kstate_ready
   MetricFamily& applyset_writer_conflict;  // kstate_applyset_writer_conflict
-  MetricFamily& drift_corrections;         // kstate_drift_corrections_total{reason}
-  MetricFamily& drift_fights;              // kstate_drift_fights_total{manager}
-  MetricFamily& drift_watches;             // kstate_drift_watches{state}
+  MetricFamily& build_info;                // kstate_build_info{version,commit} 1
+  // Prometheus' standard process metrics, sampled when /metrics is scraped.
+  MetricFamily& process_resident_memory;  // process_resident_memory_bytes
+  MetricFamily& process_open_fds;         // process_open_fds
+  MetricFamily& process_start_time;       // process_start_time_seconds
+  MetricFamily& process_cpu;              // process_cpu_seconds_total
+  MetricFamily& drift_corrections;        // kstate_drift_corrections_total{reason}
+  MetricFamily& drift_fights;             // kstate_drift_fights_total{manager}
+  MetricFamily& drift_watches;            // kstate_drift_watches{state}
+
+  // Reads the process_* values now (from /proc/self).
+  void sample_process();
 };
 
 // Prometheus label value escaping (backslash, double quote, newline).

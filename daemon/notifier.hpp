@@ -1,8 +1,9 @@
 // Telling the service manager what the daemon is doing (sd_notify protocol): READY=1
-// after the first reconcile, STATUS= lines summarising the last one, RELOADING=1 on
-// SIGHUP, STOPPING=1 on shutdown, WATCHDOG=1 keep-alives. An interface so the runner
-// can be tested with a recording fake; the real one is libsystemd's sd_notify, which
-// does nothing when NOTIFY_SOCKET is unset (not started by systemd).
+// once it runs and watches, STATUS= lines saying what it waits for or summarising the
+// last reconcile, RELOADING=1 on SIGHUP, STOPPING=1 on shutdown, WATCHDOG=1
+// keep-alives. An interface so the runner can be tested with a recording fake; the
+// real one is libsystemd's sd_notify, which does nothing when NOTIFY_SOCKET is unset
+// (not started by systemd).
 #pragma once
 
 #include <chrono>

@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 
+#include "core/log_fields.hpp"
 #include "daemon/http_endpoints.hpp"
 #include "daemon/leader_election.hpp"
 #include "daemon/manifest_settle.hpp"
@@ -201,6 +202,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     http = std::make_unique<HttpServer>(io.get_executor(), [this](std::string_view method, std::string_view target) {
       const ProbeState live = live_probes();
       metrics.ready.set({}, live.ready ? 1 : 0);  // kstate_ready says what /readyz says
+      if (target.starts_with("/metrics")) {
+        metrics.sample_process();
+      }
       return route_endpoint(method, target, live, registry);
     });
     auto port = http->listen(address->host, address->port);
@@ -577,12 +581,12 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       }
       set_leading(step.leader, error.empty() ? "the lease is held by " + elector->observed_holder() : error);
       if (!step.leader && !election_answered && error.empty()) {
-        // A standby is up and doing its job: systemd must not time the start-up out.
+        // A standby is up and doing its job.
         election_answered = true;
         probes.ready = true;
         probes.not_ready_reason.clear();
         metrics.ready.set({}, 1);
-        notifier.ready(standby_status());
+        notifier.status(standby_status());
         spdlog::info("{}", standby_status());
       }
       election_answered = election_answered || error.empty();
@@ -638,7 +642,10 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     }
     metrics.ready.set({}, probes.ready ? 1 : 0);
     const auto level = summary.succeeded() ? spdlog::level::info : spdlog::level::warn;
-    spdlog::log(level, "{} reconcile in {:.3f}s: {}", kind, seconds, summary.describe());
+    LogFields fields;
+    fields.action = "reconcile";
+    fields.duration_ms = seconds * 1000;
+    log_with(fields, level, "{} reconcile in {:.3f}s: {}", kind, seconds, summary.describe());
   }
 
   asio::awaitable<ReconcileSummary> guarded(asio::awaitable<ReconcileSummary> work) {
@@ -803,7 +810,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
           probes.ready = summary.writer_conflict.empty();
           metrics.ready.set({}, probes.ready ? 1 : 0);
           if (!stopping) {
-            notifier.ready(summary.describe() + plan_retry(summary, true));
+            notifier.status(summary.describe() + plan_retry(summary, true));
           }
           break;
         }
@@ -916,7 +923,12 @@ int DaemonRunner::run() {
       self->wake_up();
     }
   });
-  impl.notifier.status("starting: first reconcile of " + impl.config.manifests_dir);
+  // Running and watching: READY=1 now, so that `systemctl start` returns whether or not
+  // the API server answers (the control plane may take minutes to come up, or be down).
+  // /readyz and STATUS say what the daemon waits for until the first reconcile is done.
+  impl.probes.not_ready_reason = impl.elector ? "waiting for the lease " + impl.lease_name()
+                                              : "first reconcile of " + impl.config.manifests_dir + " in progress";
+  impl.notifier.ready("watching " + impl.config.manifests_dir + "; " + impl.probes.not_ready_reason);
   if (impl.elector) {
     asio::co_spawn(impl.io, impl.election_loop(), asio::detached);
   }

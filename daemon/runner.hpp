@@ -1,14 +1,16 @@
-// The daemon's main loop (DESIGN.md "The daemon"): full reconcile at start-up (retrying
-// with backoff while the API server is unreachable, said in STATUS and /readyz), then
-// READY=1; file batches from the watcher reconciled as they come; a periodic full
-// resync with jitter; a reconcile with failures followed by full ones at retry-interval,
-// doubling, until one succeeds; SIGHUP reloads the config and reconciles everything (RELOADING=1
-// ... READY=1); SIGTERM/SIGINT stop taking work, let the in-flight reconcile finish
-// within a bound, send STOPPING=1 and return 0. WATCHDOG=1 is sent from this loop.
-// With leader election on, only the holder of the Lease reconciles: the others send
-// READY=1 with a "standby" STATUS, keep serving the endpoints and export kstate_leader 0;
-// losing the Lease closes the reconciler's write gate at once and cancels the resync.
-// Everything runs on one io_context; the reconcile itself is behind Reconciler.
+// The daemon's main loop (DESIGN.md "The daemon"): READY=1 as soon as the endpoints
+// serve and the folder is watched (not waiting for the API server, so `systemctl start`
+// returns), then a full reconcile (retrying with backoff while the API server is
+// unreachable, said in STATUS and /readyz, which turns ready once it is done); file
+// batches from the watcher reconciled as they come; a periodic full resync with jitter;
+// a reconcile with failures followed by full ones at retry-interval, doubling, until
+// one succeeds; SIGHUP reloads the config and reconciles everything (RELOADING=1 ...
+// READY=1); SIGTERM/SIGINT stop taking work, let the in-flight reconcile finish within
+// a bound, send STOPPING=1 and return 0. WATCHDOG=1 is sent from this loop. With leader
+// election on, only the holder of the Lease reconciles: the others say "standby" in
+// STATUS, keep serving the endpoints and export kstate_leader 0; losing the Lease
+// closes the reconciler's write gate at once and cancels the resync. Everything runs
+// on one io_context; the reconcile itself is behind Reconciler.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -216,6 +216,7 @@ ReconcileSummary summarize(const states::RunReport& report) {
         ++summary.adopted;
         break;
       case states::Change::deleted:
+      case states::Change::pruned:
         ++summary.deleted;
         break;
       case states::Change::updated:
@@ -388,9 +389,17 @@ void StatesReconciler::count_requests() {
       continue;
     }
     const auto space = verb_code.find(' ');
-    const std::string verb = verb_code.substr(0, space);
-    const std::string code = space == std::string::npos ? "0" : verb_code.substr(space + 1);
-    metrics_.api_requests.add({verb, code}, static_cast<double>(delta));
+    metrics_.api_requests.add({verb_code.substr(0, space), verb_code.substr(space + 1)}, static_cast<double>(delta));
+  }
+  for (const auto& [verb_failure, count] : now.failures) {
+    const auto before = counted_.failures.find(verb_failure);
+    const std::uint64_t delta = count - (before == counted_.failures.end() ? 0 : before->second);
+    if (delta == 0) {
+      continue;
+    }
+    const auto space = verb_failure.find(' ');
+    metrics_.api_request_failures.add({verb_failure.substr(0, space), verb_failure.substr(space + 1)},
+                                      static_cast<double>(delta));
   }
   if (now.retries > counted_.retries) {
     metrics_.api_retries.add({}, static_cast<double>(now.retries - counted_.retries));
@@ -812,7 +821,10 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   options.leader_elected = config_.leader_election.enabled;
   options.engine.adopt = config_.adopt;
   options.engine.adopt_objects = config_.adopt_objects;
-  options.engine.record_diffs = false;  // summarize() counts changes; no diff is shown
+  // summarize() counts changes; a diff is kept only where the log shows it.
+  const bool log_diffs =
+      config_.state_output == states::StateOutput::changes || config_.state_output == states::StateOutput::full;
+  options.engine.record_diffs = log_diffs;
   options.prune = config_.prune;
   options.allow_empty_prune = config_.allow_empty_prune;
   options.load_failed = !failed_files.empty() || !manifests_listed_;
@@ -838,6 +850,17 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   }
   for (const auto& note : report.notes) {
     spdlog::info("{}", note);
+  }
+  if (log_diffs) {
+    // (the engine logged each change's line; these follow it)
+    for (const auto& result : report.results) {
+      if (std::string_view diff = json::string_or(json::find(result.changes, "diff"), ""); !diff.empty()) {
+        if (diff.ends_with('\n')) {
+          diff.remove_suffix(1);
+        }
+        spdlog::info("diff of {} ({}):\n{}", result.name, result.source.to_string(), diff);
+      }
+    }
   }
   for (const auto& error : report.errors) {
     spdlog::error("{}", error);

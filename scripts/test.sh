@@ -2,7 +2,8 @@
 # Builds kstate and runs the whole test suite: the README's test command and what
 # .ci/run executes.
 #   scripts/test.sh            everything CI runs: the default preset (build + CTest),
-#                              the benchmarks' quick mode as a smoke check, the same
+#                              the Debian package (scripts/check-package.sh), the
+#                              benchmarks' quick mode as a smoke check, the same
 #                              suite under ASan + UBSan (asan preset; the
 #                              emulator's own tests aside: it starts the default
 #                              preset's emulator), then every libFuzzer target for a
@@ -39,6 +40,9 @@ if (($# > 0)); then
   exit 0
 fi
 KSTATE_SOAK_SECONDS=${KSTATE_SOAK_SECONDS:-30} run_preset default
+# The Debian package from the default preset's build: contents, conffiles and
+# dependencies (dpkg-deb), installed into a scratch root and upgraded (about 10 s).
+scripts/check-package.sh
 if [[ ${KSTATE_BENCH:-1} != 0 ]]; then
   # The benchmarks' quick mode, as a smoke check: every scenario once, against the
   # default preset's binaries. It fails only when a command fails, never on a figure.

@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 
+#include "core/log_fields.hpp"
 #include "states/adoption.hpp"
 #include "states/applyset.hpp"
 #include "states/compare.hpp"
@@ -133,8 +134,9 @@ struct Engine::Impl {
     // exist when the pair was read, and the cluster makes an object of its name in every
     // new namespace; or a create found it made meanwhile.
     bool read_when_run = false;
-    bool create_raced = false;  // a create of it was answered 409 AlreadyExists
-    bool rediscovered = false;  // a write of it was answered 404 page not found (rediscover)
+    bool create_raced = false;                 // a create of it was answered 409 AlreadyExists
+    bool rediscovered = false;                 // a write of it was answered 404 page not found (rediscover)
+    std::optional<Clock::time_point> started;  // when execute() began it
     // The server's warnings on the requests made for this state (its pair's read
     // included), printable; they go into its result when it ends.
     std::vector<std::string> warnings;
@@ -932,7 +934,24 @@ struct Engine::Impl {
     slot.done = true;
     slot.result.result = false;
     slot.result.comment = std::move(comment);
-    spdlog::warn("failed {} ({}): {}", slot.result.name, slot.result.source.to_string(), one_line(slot.result.comment));
+    log_with(log_fields(slot, "failed"), spdlog::level::warn, "failed {} ({}): {}", slot.result.name,
+             slot.result.source.to_string(), one_line(slot.result.comment));
+  }
+
+  // What a JSON log line about this slot's state carries besides its message.
+  LogFields log_fields(const Slot& slot, std::string_view action) const {
+    LogFields fields;
+    fields.state_id = slot.result.id;
+    fields.kind = slot.ref.gvk.kind;
+    fields.namespace_name = slot.ref.ns;
+    fields.name = slot.ref.name;
+    fields.action = action;
+    fields.file = slot.result.source.file;
+    fields.line = slot.result.source.line;
+    if (slot.started) {
+      fields.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - *slot.started).count();
+    }
+    return fields;
   }
 
   // A comment on one log line: the lines after the first (each field an Invalid answer
@@ -980,7 +999,8 @@ struct Engine::Impl {
     } else {
       slot.result.result = true;
       slot.result.comment = verb;
-      spdlog::info("{} {} ({})", verb, slot.result.name, slot.result.source.to_string());
+      log_with(log_fields(slot, verb), spdlog::level::info, "{} {} ({})", verb, slot.result.name,
+               slot.result.source.to_string());
     }
     if (change == Change::deleted) {
       json::set_string(slot.result.changes, "deleted", slot.result.name, slot.result.changes.GetAllocator());
@@ -1096,6 +1116,7 @@ struct Engine::Impl {
   asio::awaitable<void> execute(std::size_t index, const std::vector<std::size_t>& requisites) {
     auto started = Clock::now();
     Slot& slot = slots[index];
+    slot.started = started;
     start_result(index);
     for (std::size_t d : requisites) {
       if (d < slots.size() && slots[d].failed) {

@@ -16,6 +16,7 @@
 #include <optional>
 #include <tuple>
 
+#include "core/log_fields.hpp"
 #include "states/inventory.hpp"
 #include "states/prune.hpp"
 
@@ -951,10 +952,17 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
           result.comment =
               test_mode ? "would be pruned (no longer in any manifest)" : "pruned (no longer in any manifest)";
           json::set_string(result.changes, "deleted", result.name, result.changes.GetAllocator());
-          result.change = Change::deleted;
+          result.change = Change::pruned;
           if (!test_mode) {
             removed.push_back(planned.entry.key());
-            spdlog::info("pruned {} (was declared in {})", result.name, planned.entry.source);
+            LogFields fields;
+            fields.kind = planned.entry.kind;
+            fields.namespace_name = planned.entry.ns;
+            fields.name = planned.entry.name;
+            fields.action = "pruned";
+            fields.file = planned.entry.source;
+            fields.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - prune_started).count();
+            log_with(fields, spdlog::level::info, "pruned {} (was declared in {})", result.name, planned.entry.source);
           }
         } else {
           // Stays in the inventory and is retried next cycle.

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iomanip>
@@ -54,6 +55,24 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
+// What kubectl apply would print for the change: "configured" for an update.
+const char* kubectl_verb(Change change) {
+  switch (change) {
+    case Change::none:
+      return "unchanged";
+    case Change::updated:
+    case Change::applied:
+      return "configured";
+    case Change::created:
+    case Change::adopted:
+    case Change::recreated:
+    case Change::deleted:
+    case Change::pruned:
+      return to_string(change);
+  }
+  return "changed";
+}
+
 std::string seconds(double ms) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(3) << ms / 1000.0;
@@ -74,6 +93,14 @@ int RunReport::failed() const {
   return static_cast<int>(results.size()) - succeeded();
 }
 
+int RunReport::failures() const {
+  return failed() + static_cast<int>(errors.size());
+}
+
+int RunReport::unchanged() const {
+  return succeeded() - changed();
+}
+
 int RunReport::changed() const {
   int n = 0;
   for (const auto& r : results) {
@@ -91,13 +118,67 @@ int RunReport::pending() const {
 }
 
 int RunReport::exit_code() const {
-  if (failed() > 0 || !errors.empty() || failed_files > 0) {
+  if (failures() > 0 || failed_files > 0) {
     return 2;
   }
   if (test_mode && (pending() > 0 || changed() > 0)) {
     return 1;
   }
   return 0;
+}
+
+std::optional<StateOutput> parse_state_output(std::string_view name) {
+  for (StateOutput output : all_state_outputs) {
+    if (name == to_string(output)) {
+      return output;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(StateOutput output) {
+  switch (output) {
+    case StateOutput::concise:
+      return "concise";
+    case StateOutput::terse:
+      return "terse";
+    case StateOutput::mixed:
+      return "mixed";
+    case StateOutput::changes:
+      return "changes";
+    case StateOutput::full:
+      return "full";
+  }
+  return "concise";
+}
+
+Detail detail_of(StateOutput output, const StateResult& result) {
+  const bool failed = result.result.has_value() && !*result.result;
+  const bool pending = !result.result.has_value();
+  const bool changed = failed ? false : pending || result.changed();
+  switch (output) {
+    case StateOutput::concise:
+      if (failed) {
+        return Detail::line;
+      }
+      if (pending) {
+        return Detail::line_and_diff;  // what `kstate test` is for: what would change
+      }
+      if (changed) {
+        return Detail::line;
+      }
+      // Unchanged: only the server's warnings (a deprecated API) make it worth a line.
+      return result.warnings.empty() ? Detail::hidden : Detail::line;
+    case StateOutput::terse:
+      return Detail::line;
+    case StateOutput::mixed:
+      return failed ? Detail::block : Detail::line;
+    case StateOutput::changes:
+      return failed || changed ? Detail::block : Detail::line;
+    case StateOutput::full:
+      return Detail::block;
+  }
+  return Detail::block;
 }
 
 void write_text(std::ostream& out, const RunReport& report, const TextOptions& options) {
@@ -124,11 +205,66 @@ void write_text(std::ostream& out, const RunReport& report, const TextOptions& o
     std::snprintf(number, sizeof number, "%.*f", decimals, value);
     text += number;
   };
-  for (const auto& r : report.results) {
-    bool ok = !r.result.has_value() || *r.result;
-    if (ok && !r.changed() && !options.show_unchanged) {
-      continue;
+  // A diff, one output line per diff line, each after `indent`; a final newline ends
+  // the last line, it adds none.
+  auto write_diff = [&](std::string_view diff, std::string_view indent) {
+    for (std::size_t at = 0; at < diff.size();) {
+      std::size_t end = diff.find('\n', at);
+      if (end == std::string_view::npos) {
+        end = diff.size();
+      }
+      const std::string_view line = diff.substr(at, end - at);
+      at = end + 1;
+      const bool added = line.starts_with('+') && !line.starts_with("+++");
+      const bool removed = line.starts_with('-') && !line.starts_with("---");
+      text += indent;
+      open(added ? green : removed ? red : "");
+      text += line;
+      if (added || removed) {
+        close();
+      }
+      text += '\n';
     }
+  };
+  // kubectl apply's line: "Deployment/web/api configured (apps.yaml:12)"; a failure's
+  // comment follows (its first line on the line, the others indented below it).
+  auto write_line = [&](const StateResult& r) {
+    const bool failed = r.result.has_value() && !*r.result;
+    const bool pending = !r.result.has_value();
+    open(failed ? red : pending ? yellow : r.changed() ? cyan : green);
+    text += r.name;
+    if (failed) {
+      text += " failed";
+    } else if (pending && r.change == Change::none) {
+      text += " pending";  // e.g. being deleted: the comment says what happens
+    } else {
+      text += pending ? " would be " : " ";
+      text += kubectl_verb(r.change);
+    }
+    text += " (";
+    text += r.source.to_string();
+    text += ')';
+    if (failed || (pending && r.change == Change::none)) {
+      const std::string_view comment = r.comment;
+      const std::size_t first_end = std::min(comment.find('\n'), comment.size());
+      text += ": ";
+      text += comment.substr(0, first_end);
+      close();
+      text += '\n';
+      if (first_end < comment.size()) {
+        write_diff(comment.substr(first_end + 1), "    ");  // (no +/- lines: plain)
+      }
+    } else {
+      close();
+      text += '\n';
+    }
+    for (const auto& warning : r.warnings) {
+      text += "    Warning: ";
+      text += warning;
+      text += '\n';
+    }
+  };
+  auto write_block = [&](const StateResult& r) {
     open(!r.result.has_value() ? yellow : (*r.result ? (r.changed() ? cyan : green) : red));
     text += "----------\n          ID: ";
     text += r.id;
@@ -154,28 +290,27 @@ void write_text(std::ostream& out, const RunReport& report, const TextOptions& o
     const std::string_view diff = json::string_or(json::find(r.changes, "diff"), "");
     if (!diff.empty()) {
       text += "     Changes:\n";
-      // One output line per diff line; a final newline ends the last line, it adds none.
-      for (std::size_t at = 0; at < diff.size();) {
-        std::size_t end = diff.find('\n', at);
-        if (end == std::string_view::npos) {
-          end = diff.size();
-        }
-        const std::string_view line = diff.substr(at, end - at);
-        at = end + 1;
-        const bool added = line.starts_with('+') && !line.starts_with("+++");
-        const bool removed = line.starts_with('-') && !line.starts_with("---");
-        text += "              ";
-        open(added ? green : removed ? red : "");
-        text += line;
-        if (added || removed) {
-          close();
-        }
-        text += '\n';
-      }
+      write_diff(diff, "              ");
     } else if (r.changed()) {
       text += "     Changes: ";
       text += json::dump(r.changes);
       text += '\n';
+    }
+  };
+  for (const auto& r : report.results) {
+    switch (detail_of(options.state_output, r)) {
+      case Detail::hidden:
+        continue;
+      case Detail::line:
+        write_line(r);
+        break;
+      case Detail::line_and_diff:
+        write_line(r);
+        write_diff(json::string_or(json::find(r.changes, "diff"), ""), "    ");
+        break;
+      case Detail::block:
+        write_block(r);
+        break;
     }
     if (text.size() > flush_at) {
       out.write(text.data(), static_cast<std::streamsize>(text.size()));
@@ -204,16 +339,22 @@ void write_text(std::ostream& out, const RunReport& report, const TextOptions& o
   open(cyan);
   text += std::to_string(report.changed());
   close();
-  text += ")\n";
+  text += ", unchanged=" + std::to_string(report.unchanged()) + ")\n";
   if (report.test_mode) {
     open(yellow);
     text += "Pending: " + std::to_string(report.pending());
     close();
     text += '\n';
   }
-  open(report.failed() > 0 ? red : green);
-  text += "Failed: " + std::to_string(report.failed());
+  open(report.failures() > 0 ? red : green);
+  text += "Failed: " + std::to_string(report.failures());
   close();
+  if (!report.errors.empty()) {
+    // Load errors (a file that did not parse) fail the run as a failed state does.
+    text += " (" + std::to_string(report.failed()) + " state" + (report.failed() == 1 ? "" : "s") + ", " +
+            std::to_string(report.errors.size()) + " error" + (report.errors.size() == 1 ? "" : "s") +
+            " outside states)";
+  }
   text += "\n-------------\nTotal states run: " + std::to_string(report.results.size()) + "\nTotal run time: ";
   fixed(report.total_ms / 1000.0, 3);
   text += " s\n";

@@ -1,11 +1,14 @@
-// Run reports in the three formats of `-o`: text (Salt highstate-like summary,
-// coloured on a terminal), json (Salt's return structure) and junit (one testcase
-// per state, for CI). Reports only ever see masked diffs; they never touch objects.
+// Run reports in the three formats of `-o`: text (coloured on a terminal, as much of
+// each state as --state-output asks: kubectl-like lines by default, Salt's highstate
+// blocks with `full`), json (Salt's return structure) and junit (one testcase per
+// state, for CI). Reports only ever see masked diffs; they never touch objects.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "states/inventory.hpp"
@@ -44,15 +47,43 @@ struct RunReport {
 
   int succeeded() const;  // result true or pending
   int failed() const;     // result false
+  // Failed states and the errors attached to none (a file that did not load): what
+  // makes the exit code 2, so the summary's "Failed" agrees with it.
+  int failures() const;
+  int unchanged() const;  // succeeded without a change
   int changed() const;    // succeeded with changes (or pending)
   int pending() const;    // result null (test mode)
   // DESIGN exit codes: apply 0/2; test 0 nothing would change, 1 changes pending, 2 errors.
   int exit_code() const;
 };
 
+// How much of each state the text report shows (--state-output, the daemon's
+// `state-output`), with Salt's names for Salt's modes (its state_output) and kstate's
+// default, concise: what changed or failed, one line each, as kubectl apply.
+enum class StateOutput {
+  concise,  // changes and failures one line each (test: each pending change's diff too), unchanged counted only
+  terse,    // every state one line (Salt's terse)
+  mixed,    // failures in full, the others one line (Salt's mixed)
+  changes,  // changes and failures in full, the others one line (Salt's changes)
+  full,     // every state in full (Salt's default highstate output)
+};
+inline constexpr StateOutput all_state_outputs[] = {StateOutput::concise, StateOutput::terse, StateOutput::mixed,
+                                                    StateOutput::changes, StateOutput::full};
+std::optional<StateOutput> parse_state_output(std::string_view name);
+std::string_view to_string(StateOutput output);
+
+// What the text report shows of one state.
+enum class Detail {
+  hidden,         // counted in the summary only
+  line,           // "Kind/ns/name created (file:line)"; a failure's comment follows it
+  line_and_diff,  // the line, then the change's diff
+  block,          // Salt's block: ID, Function, Name, Result, Comment, Source, Duration, Changes
+};
+Detail detail_of(StateOutput output, const StateResult& result);
+
 struct TextOptions {
   bool color = false;
-  bool show_unchanged = true;  // list states that succeeded without changes
+  StateOutput state_output = StateOutput::concise;
 };
 
 void write_text(std::ostream& out, const RunReport& report, const TextOptions& options = {});

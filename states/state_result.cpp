@@ -19,6 +19,8 @@ const char* to_string(Change change) {
       return "deleted";
     case Change::applied:
       return "applied";
+    case Change::pruned:
+      return "pruned";
   }
   return "none";
 }

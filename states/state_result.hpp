@@ -15,8 +15,9 @@ namespace kstate::states {
 
 // What a state did (or, in test mode, would do) to its object: what reports, logs and
 // metrics count, never read back from the comment. `adopted`: an existing object kstate
-// did not create, taken over (states/adoption.hpp).
-enum class Change { none, created, updated, adopted, recreated, deleted, applied };
+// did not create, taken over (states/adoption.hpp); `pruned`: deleted by prune, as no
+// manifest declares it any more.
+enum class Change { none, created, updated, adopted, recreated, deleted, applied, pruned };
 const char* to_string(Change change);  // "created", ... ("none" for none)
 
 struct StateResult {

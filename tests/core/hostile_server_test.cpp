@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "core/dynamic_client.hpp"
@@ -106,6 +107,7 @@ TEST_CASE("hostile server: a Content-Length of 10^15 is refused when the headers
   CHECK(answer.error().kind == ErrorKind::unsupported);
   CHECK_THAT(answer.error().message, Catch::Contains("larger than the limit of 65536 KiB"));
   CHECK(server.requests() == 1);  // not retried: the same answer would come again
+  CHECK(client.transport->stats().failures == std::map<std::string, std::uint64_t>{{"GET response_too_large", 1}});
   CHECK(took < 2.0);
   CHECK(peak_growth < 16 * 1024 * rss_bound_factor);
   WARN("Content-Length 10^15: refused in " << took * 1000 << " ms, peak RSS +" << peak_growth << " kB, 1 request; "
@@ -231,6 +233,8 @@ TEST_CASE("hostile server: accepts TCP, never answers TLS: connect deadline, one
              Catch::Contains("TLS handshake with " + server.url() + ": the server did not complete it within 0.3 s"));
   CHECK_THAT(first.error().message, Catch::Contains("gave up after 2 attempts"));
   CHECK(server.connections() == 2);
+  CHECK(client.transport->stats().failures == std::map<std::string, std::uint64_t>{{"GET tls_timeout", 2}});
+  CHECK(client.transport->stats().requests.empty());
   CHECK(first_took >= 0.6);
   CHECK(first_took < 1.5);
   CHECK(client.transport->server_status().reachability == Reachability::down);
@@ -256,6 +260,56 @@ TEST_CASE("hostile server: accepts TCP, never answers TLS: connect deadline, one
        << first_took << " s after 2 connections; then 100 requests failed in " << hundred_took * 1000
        << " ms without connecting; 1 probe after " << options.probe_interval.count()
        << " ms. With the default 10 s: ~20.2 s. Error: " << first.error().message);
+}
+
+TEST_CASE("a request without an answer is counted by what failed: connect, tls, timeout", "[hostile][metrics]") {
+  SECTION("nothing listens on the port: connect") {
+    unsigned short closed_port = 0;
+    {
+      HostileServer gone(HostileBehaviour::silent_tcp);
+      closed_port = gone.port();
+    }
+    boost::asio::io_context io;
+    ClientConfig config;
+    config.server = "https://127.0.0.1:" + std::to_string(closed_port);
+    config.insecure_skip_tls_verify = true;
+    auto transport = make_http_transport(io.get_executor(), config, make_credential_source(config), quick_options());
+    REQUIRE(transport.ok());
+    Request request;
+    request.verb = "GET";
+    request.path = "/version";
+    CHECK_FALSE(run_sync(io, transport.value()->send(request)).ok());
+    const auto failures = transport.value()->stats().failures;
+    REQUIRE(failures.size() == 1);
+    CHECK(failures.begin()->first == "GET connect");
+  }
+  SECTION("a certificate the client does not trust: tls") {
+    HostileServer server(HostileBehaviour::fixed_answer, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+    boost::asio::io_context io;
+    ClientConfig config;
+    config.server = server.url();
+    config.certificate_authority_pem = kstate::testing::make_self_signed_certificate().certificate_pem;  // another CA
+    auto transport = make_http_transport(io.get_executor(), config, make_credential_source(config), quick_options());
+    REQUIRE(transport.ok());
+    Request request;
+    request.verb = "GET";
+    request.path = "/version";
+    CHECK_FALSE(run_sync(io, transport.value()->send(request)).ok());
+    const auto failures = transport.value()->stats().failures;
+    REQUIRE(failures.size() == 1);
+    CHECK(failures.begin()->first == "GET tls");
+  }
+  SECTION("a server that reads the request and never answers: timeout") {
+    HostileServer server(HostileBehaviour::frozen_after_request);
+    auto options = quick_options();
+    options.request_timeout = 300ms;
+    Client client(server, options);
+    Request request;
+    request.verb = "POST";  // not retried
+    request.path = "/api/v1/namespaces/default/configmaps";
+    CHECK_FALSE(run_sync(client.io, client.transport->send(request)).ok());
+    CHECK(client.transport->stats().failures == std::map<std::string, std::uint64_t>{{"POST timeout", 1}});
+  }
 }
 
 TEST_CASE("hostile server: a server that answers, then freezes, is noticed within one request deadline",

@@ -1,4 +1,5 @@
-// The command-line contract of DESIGN.md: subcommands, exit codes, version output.
+// The command-line contract of DESIGN.md: subcommands, exit codes, version output,
+// and kubectl's habits: -f, -n, `diff`, --version, -v numbers, "did you mean".
 #include "daemon/cli.hpp"
 
 #include <catch2/catch.hpp>
@@ -174,6 +175,93 @@ TEST_CASE("inventory takes -n or -A, --digest with one or more values, --image a
     CHECK(bad_code == 2);
     CHECK(std::count(error.begin(), error.end(), '\n') == 1);
   }
+}
+
+// What a handler receives for these arguments (the handlers record, they do not run).
+std::tuple<int, kstate::cli::Invocation, std::string> parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "kstate");
+  std::map<std::string, kstate::cli::Handler> handlers;
+  kstate::cli::Invocation seen;
+  for (const char* name : {"apply", "test", "daemon", "discover", "inventory", "version", "completion", "man"}) {
+    handlers[name] = [&seen](const kstate::cli::Invocation& invocation, std::ostream&, std::ostream&) {
+      seen = invocation;
+      return 0;
+    };
+  }
+  std::ostringstream out;
+  std::ostringstream err;
+  int code = kstate::cli::run(static_cast<int>(args.size()), args.data(), handlers, out, err);
+  return {code, seen, err.str()};
+}
+
+TEST_CASE("kubectl habits: -f repeatable with - for stdin, after the positional paths; -n; diff is test") {
+  auto [code, seen, error] = parse({"apply", "dir", "-f", "a.yaml", "--filename", "-", "-f=b.yaml", "-n", "shop"});
+  CHECK(code == 0);
+  CHECK(seen.subcommand == "apply");
+  CHECK(seen.paths == std::vector<std::string>{"dir", "a.yaml", "-", "b.yaml"});
+  CHECK(seen.common.namespace_name == "shop");
+
+  auto [diff_code, diff, diff_error] = parse({"diff", "-f", "-"});
+  CHECK(diff_code == 0);
+  CHECK(diff.subcommand == "test");  // an alias: the same handler, the same flags
+  CHECK(diff.paths == std::vector<std::string>{"-"});
+  CHECK(std::get<1>(parse({"test", "--namespace", "team-a", "x"})).common.namespace_name == "team-a");
+}
+
+TEST_CASE("kubectl habits: -v takes kubectl's numbers (with or without =) as well as level names") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"0", "info"},  {"2", "info"},   {"3", "debug"},   {"5", "debug"},     {"6", "trace"},
+      {"9", "trace"}, {"=6", "trace"}, {"warn", "warn"}, {"error", "error"},
+  };
+  for (const auto& [given, level] : cases) {
+    INFO(given);
+    auto [code, seen, error] = parse({"test", "x", "-v", given});
+    CHECK(code == 0);
+    CHECK(seen.common.log_level == level);
+  }
+  auto [code, seen, error] = parse({"test", "x", "-v", "11"});
+  CHECK(code == 2);
+  CHECK_THAT(error, Catch::Contains("a number from 0 to 10, got \"11\""));
+  CHECK(std::get<0>(parse({"discover", "-v", "7"})) == 0);
+  CHECK(std::get<1>(parse({"discover", "-v", "7"})).common.log_level == "trace");
+}
+
+TEST_CASE("kstate --version prints what kstate version prints") {
+  auto version = run({"--version"});
+  CHECK(version.code == 0);
+  CHECK(version.out == run({"version"}).out);
+  CHECK(version.err.empty());
+}
+
+TEST_CASE("a mistyped subcommand is named with the closest one; an unknown one without a guess") {
+  auto typo = run({"aply", "examples/"});
+  CHECK(typo.code == 2);
+  CHECK(typo.err == "kstate: unknown command \"aply\" (did you mean \"apply\"?) (see kstate --help)\n");
+  CHECK(run({"dif"}).err == "kstate: unknown command \"dif\" (did you mean \"diff\"?) (see kstate --help)\n");
+  CHECK(run({"tset"}).err == "kstate: unknown command \"tset\" (did you mean \"test\"?) (see kstate --help)\n");
+  CHECK(run({"frobnicate"}).err == "kstate: unknown command \"frobnicate\" (see kstate --help)\n");
+}
+
+TEST_CASE("each subcommand's --help lists only the flags that apply to it") {
+  auto discover = run({"discover", "--help"});
+  CHECK(discover.code == 0);
+  for (const char* absent : {"--prune", "--adopt", "junit", "--concurrency", "--field-manager", "--applyset-name",
+                             "--allow-empty-prune", "--namespace", "--filename"}) {
+    INFO(absent);
+    CHECK(discover.out.find(absent) == std::string::npos);
+  }
+  for (const char* present : {"--refresh", "--kubeconfig", "--context", "text,json", "--cache-dir", "--log-level"}) {
+    INFO(present);
+    CHECK(discover.out.find(present) != std::string::npos);
+  }
+  auto test = run({"diff", "--help"});
+  CHECK(test.code == 0);
+  for (const char* present : {"-f,--filename", "-n,--namespace", "--prune", "text,json,junit"}) {
+    INFO(present);
+    CHECK(test.out.find(present) != std::string::npos);
+  }
+  // The hidden man page generator is not offered.
+  CHECK(run({"--help"}).out.find("man ") == std::string::npos);
 }
 
 }  // namespace cli_test

@@ -82,6 +82,7 @@ TEST_CASE("an empty config file gives the documented defaults") {
   CHECK(config->leader_election.retry_period == 2s);
   CHECK(config->listen_address == "127.0.0.1:9842");
   CHECK(config->log_format == kstate::daemon::LogFormat::text);
+  CHECK(config->state_output == kstate::states::StateOutput::concise);
   CHECK(config->check_manifest_permissions);
 }
 
@@ -117,6 +118,7 @@ state-dir: /tmp/state
 log:
   level: debug
   format: json
+state-output: changes
 check-manifest-permissions: false
 )";
   auto config = parse_config(yaml, "config.yaml");
@@ -148,6 +150,7 @@ check-manifest-permissions: false
   CHECK(config->state_dir == "/tmp/state");
   CHECK(config->log_level == "debug");
   CHECK(config->log_format == kstate::daemon::LogFormat::json);
+  CHECK(config->state_output == kstate::states::StateOutput::changes);
   CHECK_FALSE(config->check_manifest_permissions);
 }
 
@@ -166,7 +169,11 @@ TEST_CASE("unknown keys and bad values are errors naming the key and file:line")
       {"concurrency: 0\n", "config.yaml:1: concurrency: must be between 1 and 1024"},
       {"qps: -1\n", "config.yaml:1: qps: must be greater than 0"},
       {"prune: yes\n", "config.yaml:1: prune: expected true or false"},
-      {"log:\n  format: xml\n", "config.yaml:2: log.format: expected text or json"},
+      {"log:\n  format: xml\n", "config.yaml:2: log.format: expected text, journal or json"},
+      {"state-output: verbose\n", "config.yaml:1: state-output: expected concise, terse, mixed, changes or full"},
+      {"state_output: terse\n", "config.yaml:1: state_output: unknown key (did you mean \"state-output\"?)"},
+      {"resync-intervall: 5m\n", "config.yaml:1: resync-intervall: unknown key (did you mean \"resync-interval\"?)"},
+      {"log:\n  level: 11\n", "config.yaml:2: log.level: expected one of"},
       {"log:\n  level: loud\n", "config.yaml:2: log.level: expected one of"},
       {"listen-address: 9842\n", "config.yaml:1: listen-address: expected host:port"},
       {"listen-address: localhost:99999\n", "config.yaml:1: listen-address: expected host:port with a port"},

@@ -3,12 +3,15 @@
 // cluster, /readyz and /metrics, the log) when files are added, edited the ways
 // editors do it, broken, removed, when the cluster drifts, and on SIGHUP/SIGTERM.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "core/json.hpp"
@@ -38,7 +41,7 @@ TEST_CASE("kstate daemon applies, updates and prunes as files are added, edited,
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   daemon.start();
 
-  auto ready = daemon.wait_notification("READY=1");
+  auto ready = daemon.wait_reconciled();
   REQUIRE(ready);
   CHECK(ready->find("STATUS=1 states: 1 created") != std::string::npos);
   CHECK(daemon.color("app") == "blue");
@@ -112,7 +115,7 @@ TEST_CASE(
   write_file(daemon.manifests / "a.yaml", config_map("moved", "blue"));
   write_file(daemon.manifests / "b.yaml", config_map("gone", "red"));
   daemon.start();
-  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   auto uid_of = [&](const std::string& name) {
     auto reply = emulator.request("GET", "/api/v1/namespaces/default/configmaps/" + name);
     auto doc = json::parse(reply.body);
@@ -159,7 +162,7 @@ TEST_CASE("kstate daemon retries a failed state at retry-interval: an object sti
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   daemon.start();
 
-  auto ready = daemon.wait_notification("READY=1");
+  auto ready = daemon.wait_reconciled();
   REQUIRE(ready);
   CHECK(ready->find("1 failed; retrying in 300ms") != std::string::npos);
   CHECK(daemon.color("app") == "old");
@@ -184,7 +187,7 @@ TEST_CASE("kstate daemon corrects drift at resync and reconciles everything on S
   Daemon daemon(emulator, "1s", "watch-drift: false\n");  // the resync alone (the watches: drift_e2e_test.cpp)
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   daemon.start();
-  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   REQUIRE(daemon.color("app") == "blue");
 
   auto edited = emulator.request("PATCH", "/api/v1/namespaces/default/configmaps/app", R"({"data":{"color":"red"}})",
@@ -248,24 +251,48 @@ TEST_CASE("SIGTERM during a large apply exits 0 with STOPPING=1 and leaves only 
   CHECK(created <= 300);
 }
 
-TEST_CASE("kstate daemon waits for an unreachable API server, then reconciles and says READY") {
+TEST_CASE("kstate daemon is READY at once with the API server down; STATUS and /readyz say what it waits for") {
   Emulator emulator;
   Daemon daemon(emulator);
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   emulator.stop();
+  const auto started = std::chrono::steady_clock::now();
   daemon.start();
 
-  auto waiting = daemon.wait_notification("STATUS=waiting for the API server", 10s);
+  // What `systemctl start kstate` waits for: running and watching, not the API server.
+  auto ready = daemon.wait_notification("READY=1", 10s);
+  REQUIRE(ready);
+  CHECK(std::chrono::steady_clock::now() - started < 5s);
+  CHECK(*ready == "READY=1\nSTATUS=watching " + daemon.manifests.string() + "; first reconcile of " +
+                      daemon.manifests.string() + " in progress");
+  auto waiting = daemon.wait_notification("STATUS=waiting for the API server", 30s);
   REQUIRE(waiting);
   CHECK(waiting->find("READY=1") == std::string::npos);
-  CHECK(kstate::testing::http_get(daemon.port, "/readyz").status == 503);
+  auto readyz = kstate::testing::http_get(daemon.port, "/readyz");
+  CHECK(readyz.status == 503);
+  CHECK(readyz.body.find("not ready: waiting for the API server (attempt ") != std::string::npos);
+  // The failed requests are counted by what failed, not as HTTP code 0.
+  const std::string metrics = daemon.metrics();
+  CHECK(metrics.find("kstate_api_request_failures_total{verb=\"GET\",failure=\"connect\"} ") != std::string::npos);
+  CHECK(metrics.find("code=\"0\"") == std::string::npos);
 
   emulator.restart();
-  auto ready = daemon.wait_notification("READY=1", 15s);
-  REQUIRE(ready);
-  CHECK(ready->find("1 created") != std::string::npos);
+  auto reconciled = daemon.wait_reconciled(15s);
+  REQUIRE(reconciled);
+  CHECK(reconciled->find("1 created") != std::string::npos);
   CHECK(daemon.color("app") == "blue");
+  CHECK(kstate::testing::http_get(daemon.port, "/readyz").status == 200);
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
+
+TEST_CASE("a config error exits 2 with one line, which the unit does not restart (RestartPreventExitStatus=2)") {
+  TempDir work{"kstate-config-error"};
+  write_file(work.path() / "config.yaml", "manifests-dir: /etc/kstate/manifests\nresync-intervall: 5m\n");
+  auto run =
+      kstate::testing::run_process({KSTATE_BINARY, "daemon", "--config", (work.path() / "config.yaml").string()});
+  CHECK(run.exit_code == 2);
+  CHECK(run.err == "kstate daemon: " + (work.path() / "config.yaml").string() +
+                       ":2: resync-intervall: unknown key (did you mean \"resync-interval\"?)\n");
 }
 
 TEST_CASE("/readyz turns 503 when the API server goes away after start-up, and 200 again when it is back") {
@@ -273,7 +300,7 @@ TEST_CASE("/readyz turns 503 when the API server goes away after start-up, and 2
   Daemon daemon(emulator, "1s");
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   daemon.start();
-  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   REQUIRE(kstate::testing::http_get(daemon.port, "/readyz").status == 200);
 
   emulator.stop();
@@ -340,7 +367,7 @@ TEST_CASE("with adopt: false the daemon leaves an object it did not create alone
   write_file(daemon.manifests / "ours.yaml", config_map("ours", "green"));
   daemon.start();
 
-  auto ready = daemon.wait_notification("READY=1");
+  auto ready = daemon.wait_reconciled();
   REQUIRE(ready);
   CHECK(ready->find("1 created") != std::string::npos);
   CHECK(ready->find("1 failed") != std::string::npos);
@@ -369,7 +396,7 @@ TEST_CASE("leader election: of two daemons on one cluster only the leader writes
   Daemon first(emulator, "1h", election + "field-manager: kstate-first\n");
   write_file(first.manifests / "app.yaml", config_map("app", "blue"));
   first.start();
-  auto first_ready = first.wait_notification("READY=1");
+  auto first_ready = first.wait_reconciled();
   REQUIRE(first_ready);
   REQUIRE(first_ready->find("1 created") != std::string::npos);
   CHECK(has_metric(first, "kstate_leader 1"));
@@ -378,7 +405,7 @@ TEST_CASE("leader election: of two daemons on one cluster only the leader writes
   write_file(second.manifests / "app.yaml", config_map("app", "blue"));
   write_file(second.manifests / "extra.yaml", config_map("extra", "green"));
   second.start();
-  auto standby = second.wait_notification("READY=1");
+  auto standby = second.wait_notification("STATUS=standby");
   REQUIRE(standby);
   CHECK(standby->find("STATUS=standby: not the leader (lease default/kstate-e2e held by ") != std::string::npos);
   CHECK(kstate::testing::http_get(second.port, "/healthz").status == 200);
@@ -417,7 +444,7 @@ TEST_CASE(
     fs::permissions(entry.path(), fs::perms(entry.is_directory() ? 0755 : 0644));
   }
   daemon.start();
-  auto ready = daemon.wait_notification("READY=1", 30s);
+  auto ready = daemon.wait_reconciled(30s);
   REQUIRE(ready);
   INFO(*ready);
   REQUIRE(ready->find(" 0 failed") != std::string::npos);
@@ -469,7 +496,7 @@ TEST_CASE("a manifest writable by others is refused with its name until fixed, a
   write_file(daemon.manifests / "open.yaml", config_map("open", "red"));
   fs::permissions(daemon.manifests / "open.yaml", fs::perms(0666));
   daemon.start();
-  auto ready = daemon.wait_notification("READY=1");
+  auto ready = daemon.wait_reconciled();
   REQUIRE(ready);
   CHECK(daemon.color("app") == "blue");
   CHECK(daemon.color("open").empty());
@@ -494,6 +521,53 @@ TEST_CASE("a manifest writable by others is refused with its name until fixed, a
   }
   CHECK(files > 0);
   CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+}
+
+TEST_CASE("under systemd (JOURNAL_STREAM names stderr) each log line starts with its priority and has no time") {
+  Emulator emulator;
+  Daemon daemon(emulator);
+  write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
+  write_file(daemon.manifests / "broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [half\n");
+  // systemd sets JOURNAL_STREAM to the device and inode of the stream it gave stderr.
+  write_file(daemon.log, "");
+  struct stat log_file {};
+  REQUIRE(::stat(daemon.log.c_str(), &log_file) == 0);
+  daemon.start("env JOURNAL_STREAM=" + std::to_string(log_file.st_dev) + ":" + std::to_string(log_file.st_ino));
+  REQUIRE(daemon.wait_reconciled());
+  REQUIRE(eventually([&] { return daemon.color("app") == "blue"; }));
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+
+  std::vector<std::string> lines;
+  std::istringstream log(daemon.log_text());
+  for (std::string line; std::getline(log, line);) {
+    lines.push_back(line);
+  }
+  INFO(daemon.log_text());
+  REQUIRE_FALSE(lines.empty());
+  auto has_line = [&lines](const std::string& prefix, const std::string& text) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.rfind(prefix, 0) == 0 && line.find(text) != std::string::npos;
+    });
+  };
+  for (const std::string& line : lines) {
+    CHECK(std::regex_match(line, std::regex("<[2-7]>[^0-9].*")));  // a priority, then no timestamp
+  }
+  CHECK(has_line("<6>", "kstate daemon starting"));
+  CHECK(has_line("<6>", "created ConfigMap/default/app"));
+  CHECK(has_line("<3>", "broken.yaml:5:1: YAML syntax error"));
+}
+
+TEST_CASE("a JOURNAL_STREAM that is not stderr (inherited, then redirected) keeps the text format") {
+  Emulator emulator;
+  Daemon daemon(emulator);
+  write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
+  daemon.start("env JOURNAL_STREAM=1:2");
+  REQUIRE(daemon.wait_reconciled());
+  CHECK(daemon.process.stop(SIGTERM, 10s) == 0);
+  const std::string text = daemon.log_text();
+  INFO(text);
+  CHECK(std::regex_search(text, std::regex(R"(^\d{4}-\d\d-\d\dT[0-9:.]+[+-]\d\d:\d\d info kstate daemon starting)")));
+  CHECK(text.find("<6>") == std::string::npos);
 }
 
 }  // namespace daemon_e2e_test

@@ -84,7 +84,7 @@ TEST_CASE("kstate daemon: 1,100 connections to the endpoints neither starve it n
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   // What systemd gives a service by default: 1,024 soft, a higher hard limit.
   daemon.start("prlimit --nofile=1024:4096");
-  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   const std::string limits = open_file_limits(daemon.process.pid());
   CHECK(limits == "4096/4096");  // raised to the hard limit at start
 
@@ -171,7 +171,7 @@ TEST_CASE("kstate daemon: an API server that freezes is noticed within one reque
   Daemon daemon(emulator, "1h", "request-timeout: 1s\nconnect-timeout: 500ms\n");
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   daemon.start();
-  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   REQUIRE(kstate::testing::http_get(daemon.port, "/readyz").status == 200);
 
   emulator.set_faults(R"({"hangNext": 100000})");  // connections open, no answers

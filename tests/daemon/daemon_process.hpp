@@ -111,6 +111,12 @@ struct Daemon {
     return std::nullopt;
   }
 
+  // The STATUS= of a finished reconcile ("STATUS=1 states: 1 created, ..."). READY=1
+  // comes before it, as soon as the daemon watches the folder.
+  std::optional<std::string> wait_reconciled(std::chrono::milliseconds timeout = 15s) {
+    return wait_notification(" states: ", timeout);
+  }
+
   std::string log_text() { return kstate::testing::read_file(log); }
 
   // data.color of a ConfigMap in "default", "" when it does not exist.

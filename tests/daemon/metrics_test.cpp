@@ -6,8 +6,13 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+
+#include "daemon/process_sample.hpp"
+#include "kstate/build_info.hpp"
 
 namespace metrics_test {
 
@@ -101,17 +106,19 @@ TEST_CASE("the daemon's metrics pass promtool check metrics") {
   metrics.state_results.add({"unchanged"}, 9);
   metrics.managed_objects.set({}, 12);
   metrics.api_requests.add({"PATCH", "200"}, 3);
+  metrics.api_request_failures.add({"GET", "connect"}, 2);
   metrics.api_retries.add({});
   metrics.discovery_cache_hits.add({});
   metrics.inotify_overflows.add({});
   metrics.last_success_timestamp.set({}, 1763719200);
   metrics.leader.set({}, 1);
   const std::string text = registry.render();
-  for (const char* name :
-       {"kstate_reconciles_total", "kstate_reconcile_duration_seconds", "kstate_state_results_total",
-        "kstate_managed_objects", "kstate_api_requests_total", "kstate_api_retries_total",
-        "kstate_discovery_cache_hits_total", "kstate_discovery_cache_misses_total", "kstate_inotify_overflows_total",
-        "kstate_last_successful_reconcile_timestamp_seconds", "kstate_leader", "kstate_ready"}) {
+  for (const char* name : {"kstate_reconciles_total", "kstate_reconcile_duration_seconds", "kstate_state_results_total",
+                           "kstate_managed_objects", "kstate_api_requests_total", "kstate_api_retries_total",
+                           "kstate_discovery_cache_hits_total", "kstate_discovery_cache_misses_total",
+                           "kstate_inotify_overflows_total", "kstate_last_successful_reconcile_timestamp_seconds",
+                           "kstate_leader", "kstate_ready", "kstate_api_request_failures_total", "kstate_build_info",
+                           "process_resident_memory_bytes", "process_open_fds", "process_cpu_seconds_total"}) {
     INFO(name);
     CHECK(contains_line(
         text, std::string("# TYPE ") + name +
@@ -127,6 +134,49 @@ TEST_CASE("the daemon's metrics pass promtool check metrics") {
   // The check is real: a broken exposition is refused.
   auto broken = run_with_stdin("/usr/bin/promtool check metrics", "# TYPE x counter\nx{a=\"1\" 2\n");
   CHECK(broken.status != 0);
+}
+
+TEST_CASE("kstate_build_info names the version and commit; process_* describe this process") {
+  // Some CPU time first: /proc counts it in 10 ms ticks.
+  const std::clock_t cpu_start = std::clock();
+  while (std::clock() - cpu_start < CLOCKS_PER_SEC / 20) {
+  }
+  MetricsRegistry registry;
+  DaemonMetrics metrics(registry);
+  const std::string text = registry.render();
+  CHECK(contains_line(text, std::string("kstate_build_info{version=\"") + kstate::build_info::version + "\",commit=\"" +
+                                kstate::build_info::git_commit + "\"} 1"));
+  auto value_of = [&text](const std::string& name) {
+    std::smatch match;
+    REQUIRE(std::regex_search(text, match, std::regex("\n" + name + " ([0-9.e+]+)\n")));
+    return std::stod(match[1].str());
+  };
+  CHECK(value_of("process_resident_memory_bytes") > 1e6);
+  CHECK(value_of("process_open_fds") >= 3);  // stdin, stdout, stderr at least
+  const double now = static_cast<double>(std::time(nullptr));
+  const double started = value_of("process_start_time_seconds");
+  CHECK(started <= now + 1);
+  CHECK(started > now - 3600);  // this test binary started less than an hour ago
+  CHECK(value_of("process_cpu_seconds_total") > 0);
+  // A later scrape's CPU time does not go down.
+  const double cpu = metrics.process_cpu.value();
+  metrics.sample_process();
+  CHECK(metrics.process_cpu.value() >= cpu);
+  CHECK_THROWS(metrics.process_cpu.set({}, cpu - 1));  // a counter set lower is a bug
+}
+
+TEST_CASE("a /proc/PID/stat line is read by field number, whatever the command name holds") {
+  // comm with a space and a parenthesis; utime 250, stime 50, starttime 123400, rss 5000 pages.
+  const std::string stat =
+      "4242 (kstate (x) d) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 50 0 0 20 0 3 0 123400 123456789 5000 "
+      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+  auto parsed = kstate::daemon::parse_process_stat(stat, 100, 4096);
+  REQUIRE(parsed);
+  CHECK(parsed->cpu_seconds == 3.0);
+  CHECK(parsed->start_seconds_after_boot == 1234.0);
+  CHECK(parsed->resident_memory_bytes == 5000.0 * 4096);
+  CHECK_FALSE(kstate::daemon::parse_process_stat("4242 (kstate) S 1 2", 100, 4096));
+  CHECK_FALSE(kstate::daemon::parse_process_stat("garbage", 100, 4096));
 }
 
 }  // namespace metrics_test

@@ -127,10 +127,16 @@ struct RunningDaemon {
       exit_code = runner->run();
       loop_ended = true;
     });
-    // Signals are handled once the first STATUS is out.
+    // READY=1 as soon as the daemon runs and watches, before any reconcile; signals
+    // are handled from then on.
     auto first = next_message();
     REQUIRE(first);
-    CHECK_THAT(*first, Catch::StartsWith("STATUS=starting"));
+    CHECK_THAT(*first, Catch::StartsWith("READY=1\nSTATUS=watching " + manifests.string() + "; "));
+  }
+
+  // The STATUS of the first full reconcile (the fake reconciler's cycles have 5 states).
+  std::optional<std::string> wait_reconciled(std::chrono::milliseconds timeout = 3000ms) {
+    return wait_for("STATUS=5 states", timeout);
   }
 
   std::optional<std::string> next_message(std::chrono::milliseconds timeout = 3000ms) {
@@ -177,7 +183,7 @@ struct RunningDaemon {
 
 }  // namespace
 
-TEST_CASE("runner: READY after the first reconcile, file changes reconciled, SIGHUP reloads, SIGTERM stops") {
+TEST_CASE("runner: READY before the first reconcile, file changes reconciled, SIGHUP reloads, SIGTERM stops") {
   RunningDaemon daemon;
   std::atomic<int> reloads{0};
   daemon.reloader = [&]() -> kstate::Result<DaemonConfig> {
@@ -188,9 +194,11 @@ TEST_CASE("runner: READY after the first reconcile, file changes reconciled, SIG
   };
   daemon.start();
 
-  auto ready = daemon.wait_for("READY=1");
-  REQUIRE(ready);
-  CHECK(*ready == "READY=1\nSTATUS=5 states: 0 created, 0 updated, 0 deleted, 5 unchanged, 0 failed");
+  CHECK(daemon.messages.front() == "READY=1\nSTATUS=watching " + daemon.manifests.string() + "; first reconcile of " +
+                                       daemon.manifests.string() + " in progress");
+  auto reconciled = daemon.wait_reconciled();
+  REQUIRE(reconciled);
+  CHECK(*reconciled == "STATUS=5 states: 0 created, 0 updated, 0 deleted, 5 unchanged, 0 failed");
   CHECK(daemon.reconciler.count("full") == 1);
 
   const auto port = daemon.runner->http_port();
@@ -236,7 +244,7 @@ TEST_CASE("runner: READY after the first reconcile, file changes reconciled, SIG
 TEST_CASE("runner: a file event prepares the reconciler while the folder settles, once per batch") {
   RunningDaemon daemon;
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   CHECK(daemon.reconciler.prepared() == 0);  // the start-up reconcile follows no file event
 
   // A file written: several events (create, write, close), one batch, prepared once,
@@ -259,7 +267,7 @@ TEST_CASE("runner: objects a file change took out are pruned by a full reconcile
   daemon.config.prune_delay = 1s;
   daemon.reconciler.defer_prune_of_removed_files();
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   std::ofstream(daemon.manifests / "a.yaml") << "kind: ConfigMap\n";
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
   auto added = daemon.wait_for("STATUS=");
@@ -300,7 +308,7 @@ TEST_CASE("runner: a folder that is never quiet holds a prune back for 15 prune-
   daemon.config.prune_delay = 500ms;  // the limit: 7.5 s
   daemon.reconciler.defer_prune_of_removed_files();
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   std::ofstream(daemon.manifests / "a.yaml") << "kind: ConfigMap\n";
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
   fs::remove(daemon.manifests / "a.yaml");
@@ -337,7 +345,7 @@ TEST_CASE("runner: a full reconcile that finds the folder changed within prune-d
   daemon.config.prune_delay = 200ms;                      // the limit: 3 s
   daemon.reconciler.find_folder_busy_in_next_full(1000);  // every full asked to wait for quiet finds it busy
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());  // (start() read READY=1)
   const auto ready_at = std::chrono::steady_clock::now();
   // Full reconciles a prune-delay apart, then one told to prune now at the limit.
   const auto prunes_now = [&] {
@@ -372,7 +380,7 @@ TEST_CASE("runner: another writer of the ApplySet turns /readyz 503 with the rea
   daemon.config.retry_interval = 300ms;
   daemon.reconciler.find_other_writer_in_next(2);  // the start-up reconcile and the first retry
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_for("STATUS="));  // the first reconcile's (start() read READY=1)
   auto readyz = kstate::testing::http_get(daemon.runner->http_port(), "/readyz");
   CHECK(readyz.status == 503);
   CHECK(readyz.body.find("ApplySet kube-system/kstate is reconciled by another writer (daemon "
@@ -394,7 +402,7 @@ TEST_CASE("runner: a manifest file changed moments ago is read again by a full r
   daemon.config.prune_delay = 100ms;
   daemon.reconciler.find_settling_file_in_next_full(1);
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());  // (start() read READY=1)
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") == 2; }, 5000ms));
   const auto calls = daemon.reconciler.calls();
   CHECK(calls[1].started - calls[0].started >= 1900ms);  // max(prune-delay, the 2 s settle window)
@@ -420,7 +428,7 @@ TEST_CASE("runner: an unreachable API server is retried with backoff, reported i
   CHECK_THAT(readyz.body, Catch::Contains("waiting for the API server"));
   CHECK_THAT(readyz.body, Catch::Contains("connection refused"));
 
-  auto ready = daemon.wait_for("READY=1");
+  auto ready = daemon.wait_reconciled();
   REQUIRE(ready);
   CHECK(daemon.reconciler.count("full") == 4);
   CHECK(std::count_if(daemon.messages.begin(), daemon.messages.end(),
@@ -434,7 +442,7 @@ TEST_CASE("runner: an unreachable API server is retried with backoff, reported i
 TEST_CASE("runner: SIGTERM lets the reconcile in flight finish, then exits 0") {
   RunningDaemon daemon;
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   daemon.reconciler.set_duration(400ms);
   std::ofstream(daemon.manifests / "big.yaml") << "kind: ConfigMap\n";
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
@@ -453,7 +461,7 @@ TEST_CASE("runner: a reconcile longer than the shutdown bound does not hold up t
   RunningDaemon daemon;
   daemon.options.shutdown_grace = 100ms;
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   daemon.reconciler.set_duration(10s);
   std::ofstream(daemon.manifests / "huge.yaml") << "kind: ConfigMap\n";
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
@@ -469,7 +477,7 @@ TEST_CASE("runner: periodic resync runs full reconciles at the jittered interval
   daemon.options.resync_jitter = 0.5;
   daemon.options.random = [] { return 0.0; };  // always the shortest: 50 ms
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   const auto start = std::chrono::steady_clock::now();
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") >= 4; }));
   const auto took = std::chrono::steady_clock::now() - start;
@@ -483,7 +491,7 @@ TEST_CASE("runner: WATCHDOG=1 is sent at half of WATCHDOG_USEC from the loop") {
   ::setenv("WATCHDOG_PID", std::to_string(::getpid()).c_str(), 1);
   RunningDaemon daemon;
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   const auto start = std::chrono::steady_clock::now();
   int pings = 0;
   while (pings < 3) {
@@ -506,7 +514,7 @@ TEST_CASE("runner: a reconcile with a failed state is retried at retry-interval,
   daemon.config.retry_interval = 100ms;
   daemon.reconciler.fail_a_state_in_next(3);  // the start-up reconcile and the first two retries
   daemon.start();
-  auto ready = daemon.wait_for("READY=1");
+  auto ready = daemon.wait_reconciled();
   REQUIRE(ready);
   CHECK_THAT(*ready, Catch::EndsWith("1 failed; retrying in 100ms"));
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("full") == 4; }, 5000ms));
@@ -531,7 +539,7 @@ TEST_CASE("runner: a file reconcile with a failed state is followed by a full on
   RunningDaemon daemon;
   daemon.config.retry_interval = 100ms;
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   daemon.reconciler.fail_a_state_in_next(1);
   std::ofstream(daemon.manifests / "webhook-down.yaml") << "kind: ConfigMap\n";
   REQUIRE(daemon.wait_until([&] { return daemon.reconciler.count("files") == 1; }));
@@ -548,7 +556,7 @@ TEST_CASE("runner: retry-interval 0s leaves failures to the next resync") {
   daemon.config.retry_interval = 0ms;
   daemon.reconciler.fail_a_state_in_next(1);
   daemon.start();
-  auto ready = daemon.wait_for("READY=1");
+  auto ready = daemon.wait_reconciled();
   REQUIRE(ready);
   CHECK_THAT(*ready, Catch::EndsWith("1 failed"));
   std::this_thread::sleep_for(500ms);
@@ -562,7 +570,7 @@ TEST_CASE("runner: a bad config on SIGHUP keeps the old one and still answers RE
     return kstate::Error(kstate::ErrorKind::invalid_input, "config.yaml:3: debounce: invalid duration");
   };
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1"));
+  REQUIRE(daemon.wait_reconciled());
   ::kill(::getpid(), SIGHUP);
   REQUIRE(daemon.wait_for("RELOADING=1"));
   auto ready = daemon.wait_for("READY=1");
@@ -599,10 +607,12 @@ TEST_CASE("runner: leader election keeps a standby from reconciling until the ot
   daemon.reconciler.leases->write_as("node-b", 1s);
   daemon.start();
 
-  // A standby is READY (systemd must not time it out), serves the endpoints, exports leader 0.
-  auto ready = daemon.wait_for("READY=1");
+  // A standby says so, serves the endpoints, exports leader 0.
+  CHECK(daemon.messages.front() ==
+        "READY=1\nSTATUS=watching " + daemon.manifests.string() + "; waiting for the lease kube-system/kstate");
+  auto ready = daemon.wait_for("STATUS=standby");
   REQUIRE(ready);
-  CHECK(*ready == "READY=1\nSTATUS=standby: not the leader (lease kube-system/kstate held by node-b)");
+  CHECK(*ready == "STATUS=standby: not the leader (lease kube-system/kstate held by node-b)");
   CHECK(daemon.reconciler.count("full") == 0);
   CHECK(kstate::testing::http_get(daemon.runner->http_port(), "/healthz").status == 200);
   CHECK(kstate::testing::http_get(daemon.runner->http_port(), "/readyz").status == 200);
@@ -619,7 +629,7 @@ TEST_CASE("runner: leader election keeps a standby from reconciling until the ot
   REQUIRE(lease);
   CHECK(lease->holder_identity == "node-a");
   CHECK(lease->lease_transitions == 1);
-  REQUIRE(daemon.wait_for("READY=1\nSTATUS=5 states"));
+  REQUIRE(daemon.wait_reconciled());
   CHECK(daemon.reconciler.calls().front().may_write);
   CHECK(daemon.reconciler.count("files") == 0);  // covered by the full reconcile
   CHECK_THAT(metrics_of(daemon), Catch::Contains("kstate_leader 1\n"));
@@ -635,7 +645,7 @@ TEST_CASE("runner: losing the lease closes the write gate of the reconcile in fl
   RunningDaemon daemon;
   enable_election(daemon);
   daemon.start();
-  REQUIRE(daemon.wait_for("READY=1\nSTATUS=5 states"));
+  REQUIRE(daemon.wait_reconciled());
   CHECK(daemon.reconciler.calls().front().may_write);
   CHECK_THAT(metrics_of(daemon), Catch::Contains("kstate_leader 1\n"));
 

@@ -4,14 +4,18 @@
 #include "daemon/states_reconciler.hpp"
 
 #include <fcntl.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 
 #include "core/json.hpp"
+#include "daemon/logging.hpp"
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -55,6 +59,7 @@ struct Fixture {
   // The wall clock the reconciler sees: the real one plus `ahead`.
   std::chrono::seconds ahead{0};
   kstate::daemon::Duration prune_delay = 2s;
+  kstate::states::StateOutput state_output = kstate::states::StateOutput::concise;
 
   std::unique_ptr<StatesReconciler> make() {
     kstate::daemon::DaemonConfig config;
@@ -63,6 +68,7 @@ struct Fixture {
     config.cache_dir = (dir.path() / "cache").string();
     config.check_manifest_permissions = false;
     config.prune_delay = prune_delay;
+    config.state_output = state_output;
     // No watches: run_sync runs the io_context until no work is left, and a watch never
     // ends (drift through watches: drift_e2e_test.cpp).
     config.watch_drift = false;
@@ -436,6 +442,36 @@ TEST_CASE("an object a full reconcile kept for a cause of its own does not make 
   // An object newly left undeclared still is.
   std::filesystem::remove(manifests / "one.yaml");
   CHECK(files_cycle({}, {(manifests / "one.yaml").string()}).prune_deferred == 1);
+}
+
+TEST_CASE("state-output: changes and full log each change's diff after its line; concise its line alone") {
+  const auto output = GENERATE(kstate::states::StateOutput::concise, kstate::states::StateOutput::changes,
+                               kstate::states::StateOutput::full);
+  INFO(kstate::states::to_string(output));
+  Fixture fixture;
+  fixture.state_output = output;
+  const auto manifests = fixture.dir.path() / "manifests";
+  write_file(manifests / "one.yaml", config_map("one", "v1"));
+  auto reconciler = fixture.make();
+  REQUIRE(fixture.resync(*reconciler).succeeded());
+  write_file(manifests / "one.yaml", config_map("one", "v2"));
+
+  const auto saved = spdlog::default_logger();
+  std::ostringstream log;
+  REQUIRE(kstate::daemon::setup_logging("info", kstate::daemon::LogFormat::text,
+                                        std::make_shared<spdlog::sinks::ostream_sink_mt>(log))
+              .ok());
+  const ReconcileSummary changed = fixture.resync(*reconciler);
+  spdlog::default_logger()->flush();
+  spdlog::set_default_logger(saved);
+  INFO(log.str());
+  CHECK(changed.updated == 1);
+  CHECK(log.str().find("updated ConfigMap/default/one (" + (manifests / "one.yaml").string() + ":1:1)") !=
+        std::string::npos);
+  const bool diff_logged = log.str().find("diff of ConfigMap/default/one (") != std::string::npos &&
+                           // (one log line: the text format escapes line breaks)
+                           log.str().find("\\n-  value: v1\\n+  value: v2\\n") != std::string::npos;
+  CHECK(diff_logged == (output != kstate::states::StateOutput::concise));
 }
 
 namespace {

@@ -104,10 +104,13 @@ TEST_CASE("kstate.service has the directives of the design and an exposure below
         "StateDirectory=kstate", "CacheDirectory=kstate", "ConfigurationDirectory=kstate", "ProtectSystem=strict",
         "ProtectHome=yes", "NoNewPrivileges=yes", "PrivateTmp=yes", "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
         "SystemCallFilter=@system-service", "\nCapabilityBoundingSet=\n", "ReadOnlyPaths=-/etc/kstate/manifests",
-        "\nLimitNOFILE=65536\n", "\nMemoryMax=1G\n", "\nLimitCORE=0\n"}) {
+        "\nLimitNOFILE=65536\n", "\nMemoryMax=1G\n", "\nLimitCORE=0\n", "\nRestartPreventExitStatus=2\n"}) {
     INFO(directive);
     CHECK(unit.find(directive) != std::string::npos);
   }
+  // `systemctl start` must return: the daemon says READY=1 without waiting for the
+  // API server, and the start is bounded.
+  CHECK(unit.find("TimeoutStartSec=infinity") == std::string::npos);
   if (!has_systemd_analyze()) {
     WARN("systemd-analyze not installed: exposure not measured");
     return;
@@ -139,7 +142,9 @@ TEST_CASE("kstate.tmpfiles creates the manifests folder readable by root only") 
   CHECK((info.st_mode & 0777) == 0700);
 }
 
-TEST_CASE("the shipped config.yaml is valid, equals the defaults and documents every key") {
+TEST_CASE(
+    "the shipped config.yaml is valid, equals the defaults but for a kubeconfig the unit can read, and documents every "
+    "key") {
   const std::string text = read_file(source_dir / "systemd/config.yaml");
   auto config = kstate::daemon::parse_config(text, "systemd/config.yaml");
   REQUIRE(config.ok());
@@ -162,6 +167,18 @@ TEST_CASE("the shipped config.yaml is valid, equals the defaults and documents e
   CHECK(config->cache_dir == defaults.cache_dir);
   CHECK(config->state_dir == defaults.state_dir);
   CHECK(config->log_format == defaults.log_format);
+  CHECK(config->state_output == defaults.state_output);
+  // The kubeconfig is one the unit can read: kubeadm's, not a home folder's, which
+  // ProtectHome=yes hides (and which the unit does not make readable otherwise).
+  CHECK(config->kubeconfig == "/etc/kubernetes/admin.conf");
+  const std::string unit = read_file(source_dir / "systemd/kstate.service.in");
+  CHECK(unit.find("ProtectHome=yes") != std::string::npos);
+  for (const char* hidden : {"/home", "/root", "/run/user"}) {
+    CHECK_FALSE(config->kubeconfig.starts_with(hidden));
+  }
+  for (const char* directive : {"InaccessiblePaths=", "TemporaryFileSystem=", "BindPaths="}) {
+    CHECK(unit.find(directive) == std::string::npos);
+  }
   YAML::Node root = YAML::Load(text);
   for (const auto& key : kstate::daemon::config_keys()) {
     INFO(key.path);

@@ -118,7 +118,7 @@ TEST_CASE("apply creates a directory's objects, and a second apply changes and w
 
   auto first = cluster.apply(dir);
   CHECK(first.exit_code == 0);
-  CHECK(first.out.find("Succeeded: 4 (changed=4)") != std::string::npos);
+  CHECK(first.out.find("Succeeded: 4 (changed=4, unchanged=0)") != std::string::npos);
   auto deployment = cluster.get("/apis/apps/v1/namespaces/demo/deployments/web");
   REQUIRE(deployment.IsObject());
   CHECK(field(deployment, {"metadata", "labels", "app.kubernetes.io/managed-by"}) == "kstate");
@@ -128,7 +128,7 @@ TEST_CASE("apply creates a directory's objects, and a second apply changes and w
   cluster.emulator.reset_request_log();
   auto second = cluster.apply(dir);
   CHECK(second.exit_code == 0);
-  CHECK(second.out.find("Succeeded: 4 (changed=0)") != std::string::npos);
+  CHECK(second.out.find("Succeeded: 4 (changed=0, unchanged=4)") != std::string::npos);
   CHECK(cluster.writes() == 0);
 
   auto test = cluster.test(dir);
@@ -250,11 +250,11 @@ TEST_CASE("object_updated: fails when absent, already good when equal, patches w
     CHECK(field(cluster.get("/apis/apps/v1/namespaces/demo/deployments/web"), {"spec", "replicas"}) == "1");
     auto apply = cluster.apply(states);
     CHECK(apply.exit_code == 0);
-    CHECK(apply.out.find("Succeeded: 1 (changed=1)") != std::string::npos);
+    CHECK(apply.out.find("Succeeded: 1 (changed=1, unchanged=0)") != std::string::npos);
     CHECK(field(cluster.get("/apis/apps/v1/namespaces/demo/deployments/web"), {"spec", "replicas"}) == "3");
     auto again = cluster.apply(states);
     CHECK(again.out.find("already good") != std::string::npos);
-    CHECK(again.out.find("Succeeded: 1 (changed=0)") != std::string::npos);
+    CHECK(again.out.find("Succeeded: 1 (changed=0, unchanged=1)") != std::string::npos);
   }
 }
 
@@ -450,7 +450,8 @@ TEST_CASE("real manifests: kube-state-metrics applies, and its kustomization.yam
   auto apply = cluster.apply(dir);
   CHECK(apply.exit_code == 2);  // one file failed to load
   CHECK(apply.out.find("kustomization.yaml") != std::string::npos);
-  CHECK(apply.out.find("Failed: 0") != std::string::npos);
+  // The file that is not an object fails the run: counted, as the exit code says.
+  CHECK(apply.out.find("Failed: 1 (0 states, 1 error outside states)") != std::string::npos);
   CHECK_FALSE(cluster.get("/apis/apps/v1/namespaces/kube-system/deployments/kube-state-metrics").IsNull());
   CHECK_FALSE(cluster.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/kube-state-metrics").IsNull());
   auto again = cluster.apply(dir);

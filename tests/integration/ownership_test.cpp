@@ -39,6 +39,9 @@ struct Cluster {
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.end(),
                 {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / cache).string()});
+    if (command == "apply" || command == "test") {
+      argv.insert(argv.end(), {"--state-output", "full"});  // (the comments say whom an object was adopted from)
+    }
     auto result = kstate::testing::run_process(argv);
     UNSCOPED_INFO("kstate " << command << " exit " << result.exit_code << "\nstdout:\n"
                             << result.out << "\nstderr:\n"

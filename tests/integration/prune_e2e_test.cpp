@@ -156,7 +156,7 @@ TEST_CASE("prune keeps a Namespace or CRD holding objects kstate does not manage
   cluster.remove("/apis/example.com/v1/namespaces/default/widgets/foreign-widget");
   auto pruned = cluster.apply({"--prune"});
   CHECK(pruned.exit_code == 0);
-  CHECK(pruned.out.find("prune:Namespace/team") != std::string::npos);
+  CHECK(pruned.out.find("Namespace/team pruned (") != std::string::npos);
   CHECK_FALSE(cluster.exists("/api/v1/namespaces/team"));
   CHECK_FALSE(cluster.exists("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com"));
   CHECK(cluster.exists("/api/v1/namespaces/default/configmaps/keep"));

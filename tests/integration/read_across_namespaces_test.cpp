@@ -57,7 +57,9 @@ struct Cluster {
                                   "--kubeconfig",
                                   emulator.kubeconfig_path().string(),
                                   "--cache-dir",
-                                  (work.path() / "cache").string()};
+                                  (work.path() / "cache").string(),
+                                  "--state-output",
+                                  "full"};  // each state's Comment is counted
     auto result = kstate::testing::run_process(argv);
     UNSCOPED_INFO("kstate apply exit " << result.exit_code << "\nstdout:\n"
                                        << result.out << "\nstderr:\n"
@@ -257,7 +259,7 @@ ProcessResult run_kstate(Cluster& cluster, const std::string& command, std::vect
                                 "kstate"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.insert(argv.end(), {"--kubeconfig", cluster.emulator.kubeconfig_path().string(), "--cache-dir",
-                           (cluster.work.path() / "cache").string()});
+                           (cluster.work.path() / "cache").string(), "--state-output", "full"});
   auto result = kstate::testing::run_process(argv);
   UNSCOPED_INFO("kstate " << command << " exit " << result.exit_code << "\nstdout:\n"
                           << result.out << "\nstderr:\n"

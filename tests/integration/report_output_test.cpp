@@ -94,18 +94,18 @@ TEST_CASE("colour: kstate's report is coloured on a terminal and plain in a pipe
       {"script", "-q", "-e", "-c", shell_line(cluster.argv({"test", dir})), "/dev/null"}, without_no_color);
   INFO(on_terminal.out << on_terminal.err);
   CHECK(on_terminal.exit_code == 1);
-  CHECK(on_terminal.out.find("Result: None") != std::string::npos);
+  CHECK(on_terminal.out.find("ConfigMap/default/settings would be created (") != std::string::npos);
   CHECK(on_terminal.out.find(escape) != std::string::npos);
 
   auto piped = kstate::testing::run_process(cluster.argv({"test", dir}));
   CHECK(piped.exit_code == 1);
-  CHECK(piped.out.find("Result: None") != std::string::npos);
+  CHECK(piped.out.find("ConfigMap/default/settings would be created (") != std::string::npos);
   CHECK(piped.out.find(escape) == std::string::npos);
   CHECK(piped.err.find(escape) == std::string::npos);
 
   auto opted_out = kstate::testing::run_process(
       {"script", "-q", "-e", "-c", shell_line(cluster.argv({"test", dir}), true), "/dev/null"}, without_no_color);
-  CHECK(opted_out.out.find("Result: None") != std::string::npos);
+  CHECK(opted_out.out.find("ConfigMap/default/settings would be created (") != std::string::npos);
   CHECK(opted_out.out.find(escape) == std::string::npos);
 
   // Machine formats never carry colour, even on a terminal.
@@ -137,7 +137,8 @@ TEST_CASE("results print in manifest order although states run concurrently and 
 
   for (const char* mode : {"test", "apply"}) {
     INFO("mode " << mode);
-    auto run = kstate::testing::run_process(cluster.argv({mode, dir.string(), "--concurrency", "16"}));
+    auto run = kstate::testing::run_process(
+        cluster.argv({mode, dir.string(), "--concurrency", "16", "--state-output", "full"}));
     INFO(run.out << run.err);
     CHECK(run.exit_code == (std::string(mode) == "test" ? 1 : 0));
     std::vector<std::string> printed;
@@ -174,7 +175,7 @@ TEST_CASE("a report larger than any output buffer is written whole in every form
   }
   write_file(dir / "maps.yaml", text);
 
-  auto as_text = kstate::testing::run_process(cluster.argv({"test", dir.string()}));
+  auto as_text = kstate::testing::run_process(cluster.argv({"test", dir.string(), "--state-output", "full"}));
   CHECK(as_text.exit_code == 1);  // changes pending
   CHECK(as_text.out.size() > 64 * 1024);
   CHECK(as_text.out.find("ConfigMap/default/cm-399") != std::string::npos);

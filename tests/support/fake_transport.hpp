@@ -1,7 +1,8 @@
 // A scripted Transport for unit tests (core/transport.hpp): no network, no sleeping.
 // Tests queue answers (a Response, an Error, or a handler that sees the Request) and
 // watch streams (chunks of body, then a clean end or an error); the fake records
-// every request and counts them the way the real transport does ("GET 200").
+// every request and counts them the way the real transport does ("GET 200", and
+// "GET read" for a queued Error without an HTTP status).
 //
 //   FakeTransport fake;
 //   fake.respond(200, R"({"kind":"ConfigMap"})");
@@ -63,7 +64,9 @@ class FakeTransport final : public Transport {
     requests_.push_back(request);
     Result<Response> answer = next_answer(request);
     if (!answer) {
-      ++stats_.requests[request.verb + " 0"];
+      // (a queued Error stands for a broken connection, or a deadline when it says so)
+      const auto failure = answer.error().kind == ErrorKind::timeout ? RequestFailure::timeout : RequestFailure::read;
+      ++stats_.failures[request.verb + " " + std::string(to_string(failure))];
       co_return std::move(answer);
     }
     int status = answer->status;
@@ -79,7 +82,7 @@ class FakeTransport final : public Transport {
   asio::awaitable<Result<std::unique_ptr<ResponseStream>>> open_stream(Request request) override {
     requests_.push_back(request);
     if (streams_.empty()) {
-      ++stats_.requests[request.verb + " 0"];
+      ++stats_.failures[request.verb + " read"];
       co_return Error(ErrorKind::connection, "fake transport: no watch stream queued");
     }
     auto script = std::move(streams_.front());

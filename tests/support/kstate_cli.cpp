@@ -17,6 +17,12 @@ ProcessResult KstateCluster::kstate(const std::vector<std::string>& args) {
   }
   argv.insert(argv.end(),
               {"--kubeconfig", emulator.kubeconfig_path().string(), "--cache-dir", (work.path() / "cache").string()});
+  const bool reports = !args.empty() && (args.front() == "apply" || args.front() == "test" || args.front() == "diff");
+  const bool mode_given =
+      std::any_of(args.begin(), args.end(), [](const std::string& arg) { return arg.starts_with("--state-output"); });
+  if (full_report && reports && !mode_given) {
+    argv.insert(argv.end(), {"--state-output", "full"});
+  }
   auto result = run_process(argv);
   UNSCOPED_INFO("kstate " << args.front() << " exit " << result.exit_code << "\nstdout:\n"
                           << result.out << "\nstderr:\n"

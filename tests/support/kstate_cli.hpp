@@ -26,6 +26,11 @@ struct KstateCluster {
   KstateCluster() = default;
   explicit KstateCluster(EmulatorOptions options) : emulator(std::move(options)) {}
 
+  // apply / test / diff: most end-to-end tests read each state's Salt block (ID, Result,
+  // Comment, Changes), so they ask for `--state-output full` unless their arguments
+  // choose a mode or this is false (kstate's own default, concise).
+  bool full_report = true;
+
   // `kstate <args> --kubeconfig <the emulator's> --cache-dir <work>/cache`; its output is
   // given to Catch as context (UNSCOPED_INFO) for the next failure.
   ProcessResult kstate(const std::vector<std::string>& args);
