@@ -21,7 +21,7 @@
 # machine move a median by 10 ms); scenario 6 also with 10,000 objects.
 # Scenario 8 always parses 10,000.
 # Scenario 9 (kstate inventory): 10,000 pods over 100 nodes; --quick: 1,000 over 10.
-# Scenarios 4-6 (daemon) run when this kstate has the `daemon` subcommand.
+# Scenarios 4-6 and 10 (daemon) run when this kstate has the `daemon` subcommand.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -546,6 +546,79 @@ if "$kstate" daemon --help >/dev/null 2>&1; then
         report "4.daemon-one-file-burst.debounce-$debounce" "$(median "${burst[@]}")" ms "(the same file edited again right after it was applied, as in a burst of edits)"
       done
     fi
+    # Scenario 10: drift corrected (issue 41). An out-of-band edit of a label kstate
+    # applies (a merge patch by another field manager) and a delete of the same
+    # ConfigMap, each timed from the request to the watch event that shows the object
+    # back as declared (a watch opened before, from the object's resourceVersion, as in
+    # scenario 4); then 10 s with nothing changing, in which the daemon must send no
+    # request at all (its watches idle), and its RSS with the watches running. Each run
+    # edits one ConfigMap and deletes another, in a namespace of its own: the same
+    # object drifting again within a minute of kstate's correction is a fight, which
+    # kstate backs off from (1 s, 2 s, 4 s, ...), and that is not what is timed here.
+    server=$(grep -m1 'server:' "$kc" | awk '{print $2}')
+    drift_watch_url() { echo "$server${drift_path%/*}?watch=1&fieldSelector=metadata.name%3D${drift_path##*/}&resourceVersion=$1"; }
+    sleep 1  # the watches start after the first reconcile
+    drift_edit=() drift_delete=()
+    # At least 5 runs, quick mode too: a median of one correction says little.
+    for ((run = 0; run < (runs < 5 ? 5 : runs); run++)); do
+      reset_requests  # (also writes $work/auth-header for this emulator)
+      drift_ns="bench-$((run % (size / 100)))"
+      drift_path="/api/v1/namespaces/$drift_ns/configmaps/app-1-0"
+      object=$(curl -sk -H @"$work/auth-header" "$server$drift_path")
+      rv=$(jq -r .metadata.resourceVersion <<<"$object")
+      declared=$(jq -r '.metadata.labels["bench.kstate.io/revision"]' <<<"$object")
+      exec {watch_fd}< <(exec curl -sNk --max-time 30 -H @"$work/auth-header" "$(drift_watch_url "$rv")" |
+        grep --line-buffered -o '"bench.kstate.io/revision":"[^"]*"')
+      watch_pid=$!
+      sleep 0.5
+      start=${EPOCHREALTIME/./}
+      curl -sk -o /dev/null -X PATCH -H @"$work/auth-header" -H 'Content-Type: application/merge-patch+json' \
+        "$server$drift_path?fieldManager=bench-drift" -d '{"metadata":{"labels":{"bench.kstate.io/revision":"drifted"}}}'
+      back=0 seen_drift=0
+      while read -r -t 10 -u "$watch_fd" line; do
+        [[ $line == *'"drifted"'* ]] && seen_drift=1
+        if [[ $seen_drift == 1 && $line == *"\"$declared\""* ]]; then
+          back=1
+          break
+        fi
+      done
+      end=${EPOCHREALTIME/./}
+      pkill -P "$watch_pid" 2>/dev/null || true
+      exec {watch_fd}<&-
+      [[ $back == 1 ]] || { echo "bench/run.sh: the daemon did not correct the edited object" >&2; tail -20 "$work/daemon.log" >&2; exit 1; }
+      drift_edit+=($(((end - start + 500) / 1000)))
+      sleep 0.5
+      drift_path="/api/v1/namespaces/$drift_ns/configmaps/app-2-0"
+      rv=$(curl -sk -H @"$work/auth-header" "$server$drift_path" | jq -r .metadata.resourceVersion)
+      exec {watch_fd}< <(exec curl -sNk --max-time 30 -H @"$work/auth-header" "$(drift_watch_url "$rv")" |
+        grep --line-buffered -o '"type":"[A-Z]*"')
+      watch_pid=$!
+      sleep 0.5
+      start=${EPOCHREALTIME/./}
+      curl -sk -o /dev/null -X DELETE -H @"$work/auth-header" "$server$drift_path"
+      back=0
+      while read -r -t 10 -u "$watch_fd" line; do
+        if [[ $line == *ADDED* ]]; then
+          back=1
+          break
+        fi
+      done
+      end=${EPOCHREALTIME/./}
+      pkill -P "$watch_pid" 2>/dev/null || true
+      exec {watch_fd}<&-
+      [[ $back == 1 ]] || { echo "bench/run.sh: the daemon did not re-create the deleted object" >&2; tail -20 "$work/daemon.log" >&2; exit 1; }
+      drift_delete+=($(((end - start + 500) / 1000)))
+      sleep 0.5
+    done
+    sleep 2  # the last correction's cycle ends
+    reset_requests
+    sleep 10
+    drift_idle_requests=$(count_requests)
+    report "10.drift-edit-corrected.$size" "$(median "${drift_edit[@]}")" ms "curl -X PATCH (merge patch of a label kstate applies, fieldManager=bench-drift) with kstate daemon managing $size objects   (request to the watch event showing the label back)"
+    report "10.drift-delete-corrected.$size" "$(median "${drift_delete[@]}")" ms "curl -X DELETE of a managed ConfigMap   (request to the watch event of its re-creation)"
+    report "10.drift-idle-requests.$size" "$drift_idle_requests" req "(10 s with nothing changing, the daemon's watches running: emulator /emulator/requests)"
+    report "10.drift-idle-rss.$size" "$(rss_kb VmRSS)" kB "(same; VmRSS with the watches running)"
+    report "10.drift-watches.$size" "$(daemon_metric 'kstate_drift_watches{state="watching"}')" kinds "(same; kstate_drift_watches{state=\"watching\"})"
     # Scenario 5: a full reconcile with nothing changed, which is what a resync does;
     # SIGHUP asks for one now. Waits for it to end (kstate_reconciles_total grows), and
     # takes its duration from the daemon's own histogram (kstate_reconcile_duration_seconds:

@@ -81,7 +81,7 @@ asio::awaitable<Status> DynamicClient::list_pages(const ApiResource& resource, s
     options.limit = 500;  // kubectl's chunk size
   }
   for (;;) {
-    auto page = co_await send_for_object(requests::list(resource, ns, options));
+    auto page = co_await send_for_object(requests::list(resource, ns, options), options.keep_managed_fields);
     if (!page) {
       co_return page.error();
     }
@@ -168,7 +168,7 @@ asio::awaitable<Result<WatchStream>> DynamicClient::watch(const ApiResource& res
   if (!stream) {
     co_return stream.error();
   }
-  co_return WatchStream(std::move(stream.value()));
+  co_return WatchStream(std::move(stream.value()), options.keep_managed_fields);
 }
 
 Result<std::unique_ptr<Client>> make_client(asio::any_io_executor executor, const KubeconfigSources& sources,

@@ -36,7 +36,9 @@ namespace kstate {
 // watch (timeoutSeconds, or a clean close): restart from the last resourceVersion.
 class WatchStream {
  public:
-  explicit WatchStream(std::unique_ptr<ResponseStream> body) : body_(std::move(body)) {}
+  // `keep_managed_fields`: event objects keep metadata.managedFields (ListOptions).
+  explicit WatchStream(std::unique_ptr<ResponseStream> body, bool keep_managed_fields = false)
+      : body_(std::move(body)), decoder_(keep_managed_fields) {}
   asio::awaitable<Result<std::optional<WatchEvent>>> next();
 
  private:

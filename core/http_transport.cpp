@@ -21,6 +21,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <deque>
+#include <limits>
 #include <random>
 
 #include "core/encoding.hpp"
@@ -709,7 +710,10 @@ class HttpTransport final : public Transport {
         }
         auto parser = std::make_unique<http::response_parser<http::buffer_body>>();
         parser->header_limit(static_cast<std::uint32_t>(max_response_header_bytes));
-        parser->body_limit(boost::none);  // a watch never ends; its events are bounded (watch.hpp)
+        // A watch never ends; its events are bounded (watch.hpp). Not boost::none: Boost
+        // 1.74 compares a Content-Length with an empty limit as "larger", so an error
+        // answered with a sized Status body (403, 410) failed as too large.
+        parser->body_limit(std::numeric_limits<std::uint64_t>::max());
         const bool written = !ec;
         if (written) {
           // (if/else, not ?: — GCC 12 miscompiles co_await inside a conditional expression)

@@ -23,6 +23,23 @@ WatchEvent make_event(WatchEventType type, const json::Value& object) {
   return event;
 }
 
+// An event whose object has only the name, namespace and resourceVersion of `key`.
+WatchEvent identity_event(WatchEventType type, const std::string& key, const std::string& version) {
+  WatchEvent event;
+  event.type = type;
+  auto& allocator = event.object.GetAllocator();
+  event.object.SetObject();
+  json::Value metadata(rapidjson::kObjectType);
+  const auto slash = key.find('/');
+  if (slash != std::string::npos) {
+    json::set_string(metadata, "namespace", key.substr(0, slash), allocator);
+  }
+  json::set_string(metadata, "name", slash == std::string::npos ? key : key.substr(slash + 1), allocator);
+  json::set_string(metadata, "resourceVersion", version, allocator);
+  json::set(event.object, "metadata", std::move(metadata), allocator);
+  return event;
+}
+
 }  // namespace
 
 std::string object_key(const json::Value& object) {
@@ -31,14 +48,27 @@ std::string object_key(const json::Value& object) {
   return ns.empty() ? std::string(name) : std::string(ns) + "/" + std::string(name);
 }
 
-ListWatcher::ListWatcher(DynamicClient& client, ApiResource resource, std::string ns, ListOptions options)
-    : client_(client), resource_(std::move(resource)), namespace_(std::move(ns)), options_(std::move(options)) {
+ListWatcher::ListWatcher(DynamicClient& client, ApiResource resource, std::string ns, ListOptions options,
+                         LocalCopy local_copy)
+    : client_(client),
+      resource_(std::move(resource)),
+      namespace_(std::move(ns)),
+      options_(std::move(options)),
+      local_copy_(local_copy) {
   options_.continue_token.clear();
   options_.resource_version.clear();
 }
 
 void ListWatcher::remember(const WatchEvent& event) {
   auto key = object_key(event.object);
+  if (local_copy_ == LocalCopy::versions) {
+    if (event.type == WatchEventType::deleted) {
+      versions_.erase(key);
+    } else {
+      versions_[key] = version_of(event.object);
+    }
+    return;
+  }
   if (event.type == WatchEventType::deleted) {
     objects_.erase(key);
   } else {
@@ -49,6 +79,7 @@ void ListWatcher::remember(const WatchEvent& event) {
 asio::awaitable<Status> ListWatcher::relist() {
   stream_.reset();
   ListOptions list_options = options_;
+  list_options.timeout_seconds = 0;  // the watch's, not the list's
   auto listed = co_await client_.list(resource_, namespace_, list_options);
   if (!listed) {
     co_return listed.error();
@@ -56,21 +87,36 @@ asio::awaitable<Status> ListWatcher::relist() {
   ++stats_.lists;
   bool first = !listed_ && stats_.lists == 1;
   std::set<std::string> present;
+  // The version of the local copy's object under `key`; nullopt when there is none.
+  auto known_version = [this](const std::string& key) -> std::optional<std::string> {
+    if (local_copy_ == LocalCopy::versions) {
+      auto known = versions_.find(key);
+      return known == versions_.end() ? std::nullopt : std::optional<std::string>(known->second);
+    }
+    auto known = objects_.find(key);
+    return known == objects_.end() ? std::nullopt : std::optional<std::string>(version_of(known->second));
+  };
   if (const auto* items = json::find(*listed, "items"); items != nullptr && items->IsArray()) {
     for (const auto& item : items->GetArray()) {
       auto key = object_key(item);
       present.insert(key);
-      auto known = objects_.find(key);
-      if (known == objects_.end()) {
+      auto known = known_version(key);
+      if (!known) {
         queued_.push_back(make_event(WatchEventType::added, item));
-      } else if (version_of(known->second) != version_of(item)) {
+      } else if (*known != version_of(item)) {
         queued_.push_back(make_event(WatchEventType::modified, item));
       }
     }
   }
+  // Deleted while we were away.
   for (const auto& [key, object] : objects_) {
     if (present.count(key) == 0) {
-      queued_.push_back(make_event(WatchEventType::deleted, object));  // deleted while we were away
+      queued_.push_back(make_event(WatchEventType::deleted, object));
+    }
+  }
+  for (const auto& [key, version] : versions_) {
+    if (present.count(key) == 0) {
+      queued_.push_back(identity_event(WatchEventType::deleted, key, version));
     }
   }
   if (!first) {

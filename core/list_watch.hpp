@@ -9,6 +9,11 @@
 //   ListWatcher watcher(client, configmaps, "default", ListOptions{});
 //   for (;;) { auto event = co_await watcher.next(); ... }   // first: one ADDED per object
 //
+// With LocalCopy::versions it keeps only each object's resourceVersion (what a relist
+// compares), and a synthesized DELETED event carries the object's name, namespace and
+// last resourceVersion only: memory then grows by a map entry per object, not by a
+// copy of each object (a json::Document with its own allocator, 1 KiB at least).
+//
 // Coroutine calls take named lvalues (GCC 12 destroys temporaries bound to coroutine
 // parameters twice).
 #pragma once
@@ -35,16 +40,22 @@ struct ListWatchStats {
   std::uint64_t synthesized = 0;  // events made up from a relist's differences
 };
 
+enum class LocalCopy { objects, versions };
+
 class ListWatcher {
  public:
-  ListWatcher(DynamicClient& client, ApiResource resource, std::string ns, ListOptions options);
+  ListWatcher(DynamicClient& client, ApiResource resource, std::string ns, ListOptions options,
+              LocalCopy local_copy = LocalCopy::objects);
 
   // The next change. Errors other than 410 and dropped streams are returned (after the
   // transport's own retries); calling next() again starts over with a LIST.
   asio::awaitable<Result<WatchEvent>> next();
 
-  // The local copy: "namespace/name" -> object, as of the last event returned.
+  // The local copy: "namespace/name" -> object, as of the last event returned
+  // (LocalCopy::objects; empty with LocalCopy::versions).
   const std::map<std::string, json::Document>& objects() const { return objects_; }
+  // How many objects the collection holds, as of the last event returned.
+  std::size_t size() const { return local_copy_ == LocalCopy::objects ? objects_.size() : versions_.size(); }
   const std::string& resource_version() const { return resource_version_; }
   const ListWatchStats& stats() const { return stats_; }
 
@@ -56,7 +67,10 @@ class ListWatcher {
   ApiResource resource_;
   std::string namespace_;
   ListOptions options_;
+  LocalCopy local_copy_;
   std::map<std::string, json::Document> objects_;
+  // LocalCopy::versions: "namespace/name" -> resourceVersion.
+  std::map<std::string, std::string> versions_;
   std::deque<WatchEvent> queued_;  // events from a relist, returned before watching again
   std::optional<WatchStream> stream_;
   std::string resource_version_;

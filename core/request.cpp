@@ -66,6 +66,9 @@ void add_list_options(Request& request, const ListOptions& options) {
   if (options.timeout_seconds > 0) {
     request.query.emplace_back("timeoutSeconds", std::to_string(options.timeout_seconds));
   }
+  if (options.metadata_only) {
+    request.accept = std::string(metadata_only_accept);
+  }
 }
 
 void add_delete_options(Request& request, const DeleteOptions& options) {

@@ -60,7 +60,18 @@ struct ListOptions {
   std::string resource_version_match;  // Exact | NotOlderThan
   std::int64_t timeout_seconds = 0;    // watch: server-side timeout; 0: not sent
   bool allow_watch_bookmarks = false;  // watch only
+  // Ask for PartialObjectMetadata (metadata only: no spec, no data) with full objects as
+  // the fallback a server without it answers with (the Accept header client-go's
+  // metadata client sends).
+  bool metadata_only = false;
+  // Client side, not sent: keep each object's metadata.managedFields when the answer is
+  // parsed (list and watch drop them otherwise, json::parse_api_answer).
+  bool keep_managed_fields = false;
 };
+
+// The Accept header of ListOptions::metadata_only.
+inline constexpr std::string_view metadata_only_accept =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 // Options of delete and deletecollection.
 struct DeleteOptions {

@@ -30,8 +30,8 @@ Error WatchEvent::error_of() const {
   return error_from_response(code, json::dump(object));
 }
 
-Result<WatchEvent> decode_watch_line(std::string_view line) {
-  auto document = json::parse_api_answer(line);
+Result<WatchEvent> decode_watch_line(std::string_view line, bool keep_managed_fields) {
+  auto document = keep_managed_fields ? json::parse(line) : json::parse_api_answer(line);
   if (!document) {
     return Error(ErrorKind::invalid, "watch stream: an event is not valid JSON: " + document.error().message);
   }
@@ -75,7 +75,7 @@ Result<std::vector<WatchEvent>> WatchDecoder::feed(std::string_view bytes) {
     if (line.find_first_not_of(" \r\t") == std::string_view::npos) {
       continue;
     }
-    auto event = decode_watch_line(line);
+    auto event = decode_watch_line(line, keep_managed_fields_);
     if (!event) {
       pending_.clear();
       return event.error();

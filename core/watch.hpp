@@ -30,6 +30,8 @@ inline constexpr std::size_t max_watch_event_bytes = 16 * 1024 * 1024;
 
 class WatchDecoder {
  public:
+  // `keep_managed_fields`: objects keep metadata.managedFields (dropped otherwise).
+  explicit WatchDecoder(bool keep_managed_fields = false) : keep_managed_fields_(keep_managed_fields) {}
   // Appends bytes; returns the events completed by them. A malformed line is an error
   // (the stream cannot be trusted after it).
   Result<std::vector<WatchEvent>> feed(std::string_view bytes);
@@ -38,9 +40,11 @@ class WatchDecoder {
 
  private:
   std::string pending_;
+  bool keep_managed_fields_ = false;
 };
 
-// Decodes one line ({"type":..., "object":...}).
-Result<WatchEvent> decode_watch_line(std::string_view line);
+// Decodes one line ({"type":..., "object":...}), without the object's managedFields
+// unless `keep_managed_fields`.
+Result<WatchEvent> decode_watch_line(std::string_view line, bool keep_managed_fields = false);
 
 }  // namespace kstate

@@ -222,6 +222,10 @@ const std::vector<KeyEntry>& key_table() {
         "Quiet time after a file change that removed objects before they are pruned (e.g. 2s, at least 100ms; "
         "15 times this at most while files keep changing; 0s: at once)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.prune_delay; }, 100ms, "at once"));
+    add("watch-drift",
+        "Watch the kinds kstate manages (metadata only, its own objects) and correct an object edited or deleted "
+        "through the API within about a second (false: resync-interval corrects it)",
+        bool_setter([](DaemonConfig& c) -> bool& { return c.watch_drift; }), true);
     add("concurrency", "States run in parallel", int_setter(&DaemonConfig::concurrency, 1, 1024));
     add("qps", "Requests per second sent to the API server", set_qps);
     add("burst", "Request burst above qps", int_setter(&DaemonConfig::burst, 1, 100000));

@@ -52,6 +52,9 @@ struct DaemonConfig {
   // One cycle's worth at full speed: a cold apply of 1,000 objects is ~1,100 requests.
   int burst = 2000;
   std::string field_manager = "kstate";
+  // Watch the kinds kstate manages and correct drift within a second (issue 41);
+  // false: only the resync corrects it.
+  bool watch_drift = true;
   std::string applyset_name = "kstate";
   std::string applyset_namespace = "kube-system";
   bool prune = true;  // the daemon prunes by default, unlike `kstate apply`

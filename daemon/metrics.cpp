@@ -256,7 +256,19 @@ DaemonMetrics::DaemonMetrics(MetricsRegistry& registry)
       process_open_fds(registry.gauge("process_open_fds", "Number of open file descriptors")),
       process_start_time(
           registry.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds")),
-      process_cpu(registry.counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds")) {
+      process_cpu(registry.counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds")),
+      drift_corrections(registry.counter(
+          "kstate_drift_corrections_total",
+          "Objects whose state ran again because a watch saw them changed or deleted through the API, by reason "
+          "(deleted, fields_taken, labels_removed, replaced)",
+          {"reason"})),
+      drift_fights(registry.counter("kstate_drift_fights_total",
+                                    "Drift corrections undone again within a minute, by the field manager that "
+                                    "changed the object (kstate backs off; see kstate.io/ignore-fields)",
+                                    {"manager"})),
+      drift_watches(registry.gauge("kstate_drift_watches",
+                                   "Kinds watched for drift, by state (watching; forbidden: left to the resync)",
+                                   {"state"})) {
   build_info.set({kstate::build_info::version, kstate::build_info::git_commit}, 1);
   sample_process();
 }

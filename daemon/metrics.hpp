@@ -91,6 +91,9 @@ struct DaemonMetrics {
   MetricFamily& process_open_fds;         // process_open_fds
   MetricFamily& process_start_time;       // process_start_time_seconds
   MetricFamily& process_cpu;              // process_cpu_seconds_total
+  MetricFamily& drift_corrections;        // kstate_drift_corrections_total{reason}
+  MetricFamily& drift_fights;             // kstate_drift_fights_total{manager}
+  MetricFamily& drift_watches;            // kstate_drift_watches{state}
 
   // Reads the process_* values now (from /proc/self).
   void sample_process();

@@ -1,4 +1,5 @@
-// ReconcileSummary's one-line description, shared by STATUS= and the logs.
+// ReconcileSummary's one-line description, shared by STATUS= and the logs; the
+// interface's default drift correction (none: drift is left to the resync).
 #include "daemon/reconciler.hpp"
 
 namespace kstate::daemon {
@@ -20,6 +21,10 @@ std::string ReconcileSummary::describe() const {
     text += "; error: " + error;
   }
   return text;
+}
+
+boost::asio::awaitable<ReconcileSummary> Reconciler::correct_drift() {
+  co_return ReconcileSummary{};
 }
 
 }  // namespace kstate::daemon

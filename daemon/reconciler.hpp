@@ -7,9 +7,11 @@
 #include <utility>
 // (Boost 1.74's awaitable.hpp needs <utility> first.)
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,15 @@ class Reconciler {
   // Leader election: writes to the cluster are sent only while `may_write()` is true;
   // it is asked before every request, so losing the lease stops writes at once.
   virtual void set_write_gate(std::function<bool()> /*may_write*/) {}
+
+  // Drift (issue 41, daemon/drift_watch.hpp): watches on the managed objects find
+  // edits and deletions made through the API. `wake` is called (on the loop) when a
+  // correction was queued; drift_due() says when the next one is due, and
+  // correct_drift() runs the states of the objects due then (never overlapping the
+  // other calls). Reconcilers without watches leave drift to the resync.
+  virtual void set_drift_wakeup(std::function<void()> /*wake*/) {}
+  virtual std::optional<std::chrono::steady_clock::time_point> drift_due() const { return std::nullopt; }
+  virtual boost::asio::awaitable<ReconcileSummary> correct_drift();
 
   // Why the API server does not answer right now, as the requests in flight find it
   // ("" when it answers or nothing is known): /readyz says so between cycles, so a

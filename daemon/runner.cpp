@@ -718,6 +718,18 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     co_return summary;
   }
 
+  // The states of objects edited or deleted through the API (daemon/drift_watch.hpp).
+  asio::awaitable<void> run_drift() {
+    busy = true;
+    const auto start = SteadyClock::now();
+    ReconcileSummary summary = co_await guarded(reconciler.correct_drift());
+    busy = false;
+    if (summary.states > 0) {
+      record("drift", summary, SteadyClock::now() - start);
+      notifier.status(summary.describe() + plan_retry(summary, false));
+    }
+  }
+
   asio::awaitable<void> wait_for_work(std::optional<Duration> at_most = std::nullopt) {
     if (at_most) {
       wake.expires_after(*at_most);
@@ -844,7 +856,15 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
           notifier.status(summary.describe() + plan_retry(summary, false));
           continue;
         }
-        co_await wait_for_work();
+        // Drift found by the watches (issue 41): after file work, never during it.
+        const auto drift_due = reconciler.drift_due();
+        if (drift_due && *drift_due <= SteadyClock::now()) {
+          co_await run_drift();
+          continue;
+        }
+        co_await wait_for_work(
+            drift_due ? std::optional<Duration>(std::chrono::duration_cast<Duration>(*drift_due - SteadyClock::now()))
+                      : std::nullopt);
       }
     }
     finish_after_release();
@@ -898,6 +918,11 @@ int DaemonRunner::run() {
   }
   impl.wait_signals();
   impl.schedule_watchdog();
+  impl.reconciler.set_drift_wakeup([weak = std::weak_ptr<Impl>(impl_)] {
+    if (auto self = weak.lock()) {
+      self->wake_up();
+    }
+  });
   // Running and watching: READY=1 now, so that `systemctl start` returns whether or not
   // the API server answers (the control plane may take minutes to come up, or be down).
   // /readyz and STATUS say what the daemon waits for until the first reconcile is done.

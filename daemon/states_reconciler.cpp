@@ -260,7 +260,13 @@ Status StatesReconciler::reconfigure(const DaemonConfig& config) {
                          config.cache_dir != config_.cache_dir || config.connect_timeout != config_.connect_timeout ||
                          config.request_timeout != config_.request_timeout;
   const bool rescan = config.manifests_dir != config_.manifests_dir;
+  const bool restart_drift =
+      reconnect || config.watch_drift != config_.watch_drift || config.field_manager != config_.field_manager ||
+      config.applyset_name != config_.applyset_name || config.applyset_namespace != config_.applyset_namespace;
   config_ = config;
+  if (restart_drift) {
+    drift_watcher_.reset();  // started again by the next cycle, with the new settings
+  }
   if (reconnect) {
     count_requests();
     resolver_.reset();
@@ -819,6 +825,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   // Only the changed files' states run; every state still counts as declared for prune.
   const bool only_files_ran = only_files.has_value();
   options.only_files = std::move(only_files);
+  options.only_states = std::exchange(only_states_, std::nullopt);
   // A file change's reconcile applies at once and leaves pruning to the full reconcile
   // the runner starts once the folder is quiet (DaemonConfig::prune_delay).
   options.defer_prune = (only_files_ran && config_.prune_delay > Duration::zero()) || defer_prune;
@@ -829,6 +836,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
 
   states::RunReport report = co_await states::reconcile(*gated_client_, *resolver_, states, options);
   count_requests();
+  follow_drift(report.applied, !only_files_ran);
   if (options.prune && !options.defer_prune) {
     kept_for_cause_ = std::move(report.kept_for_cause);  // (empty when prune was held back)
   }

@@ -15,12 +15,15 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/dynamic_client.hpp"
 #include "daemon/config.hpp"
+#include "daemon/drift_queue.hpp"
+#include "daemon/drift_watch.hpp"
 #include "daemon/file_fingerprint.hpp"
 #include "daemon/file_security.hpp"
 #include "daemon/manifest_settle.hpp"
@@ -56,6 +59,16 @@ class StatesReconciler : public Reconciler {
   Result<std::unique_ptr<AsyncLeaseStore>> lease_store(const LeaderElectionConfig& config) override;
   void set_write_gate(std::function<bool()> may_write) override { may_write_ = std::move(may_write); }
   std::string api_server_problem() const override;
+  // Drift (states_reconciler_drift.cpp): watches started after each cycle on the kinds
+  // the inventory records; corrections run the drifted objects' states alone.
+  void set_drift_wakeup(std::function<void()> wake) override { drift_wake_ = std::move(wake); }
+  std::optional<std::chrono::steady_clock::time_point> drift_due() const override;
+  boost::asio::awaitable<ReconcileSummary> correct_drift() override;
+  // The clock of drift debouncing and back-off (tests); steady_clock::now by default.
+  void set_drift_clock(std::function<std::chrono::steady_clock::time_point()> now, DriftQueueOptions options = {}) {
+    steady_now_ = std::move(now);
+    drift_queue_ = DriftQueue(options);
+  }
 
   // Free memory goes back to the system once no cycle has run for `delay` (1 s), not
   // right after each cycle: the next cycle of a burst (a `git pull`, an editor's
@@ -113,6 +126,11 @@ class StatesReconciler : public Reconciler {
   std::chrono::system_clock::time_point last_folder_change(const std::vector<manifests::ListedFile>& listed,
                                                            const std::string& dir, bool with_events) const;
   void count_requests();
+  // After a cycle: watches on the kinds of `applied` (drift_watch.hpp), when watch-drift is on.
+  void follow_drift(const std::vector<states::InventoryEntry>& applied, bool full_cycle);
+  void on_drift(const DriftNotice& notice);
+  // The IDs and files of the states that declare `object`.
+  void states_declaring(const states::ObjectKey& object, std::set<std::string>& ids, std::set<std::string>& files);
   // GET /version: whether the API server answers at all.
   // `retry` false: one attempt (after a failed cycle, whose requests were retried).
   boost::asio::awaitable<Result<Response>> probe_version(bool retry);
@@ -157,7 +175,8 @@ class StatesReconciler : public Reconciler {
   // Permission verdicts of folders during one scan (cleared when a scan starts).
   FolderVerdicts folder_verdicts_;
 
-  std::unique_ptr<Client> client_;
+  // Shared with the drift watches, which keep the client they started with alive.
+  std::shared_ptr<Client> client_;
   // The reconcile writes through the leader election's gate; the Lease store does not.
   std::function<bool()> may_write_;
   std::unique_ptr<Transport> gated_transport_;
@@ -168,6 +187,16 @@ class StatesReconciler : public Reconciler {
   std::function<void()> release_memory_;
   std::chrono::milliseconds release_delay_{1000};
   std::unique_ptr<boost::asio::steady_timer> release_timer_;
+
+  // Drift (issue 41).
+  std::unique_ptr<DriftWatcher> drift_watcher_;
+  DriftQueue drift_queue_;
+  std::map<std::string, DriftNotice> drift_waiting_;  // by ObjectKey::to_string(), what each correction is for
+  std::function<void()> drift_wake_;
+  std::function<std::chrono::steady_clock::time_point()> steady_now_ = std::chrono::steady_clock::now;
+  std::set<std::string> watch_forbidden_said_;  // kinds whose 403 was logged
+  // The states a drift correction runs (ReconcileOptions::only_states), for run_cycle.
+  std::optional<std::set<std::string>> only_states_;
 };
 
 // The factory `kstate daemon` uses (daemon_command.hpp's ReconcilerFactory).

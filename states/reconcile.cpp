@@ -831,7 +831,10 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
   EngineOptions engine_options = options.engine;
   if (options.only_files) {
     const std::set<std::string>& files = *options.only_files;
-    engine_options.selected = [&files](const manifests::State& state) { return files.count(state.source.file) > 0; };
+    const auto* only_states = options.only_states ? &*options.only_states : nullptr;
+    engine_options.selected = [&files, only_states](const manifests::State& state) {
+      return files.count(state.source.file) > 0 && (only_states == nullptr || only_states->count(state.id) > 0);
+    };
   }
   if (tracking && !options.only_files) {
     // Objects the inventory records are read per kind across namespaces (engine.hpp).
@@ -857,7 +860,8 @@ asio::awaitable<RunReport> reconcile(DynamicClient& client, KindResolver& resolv
     std::vector<InventoryEntry> intents;
     NamespacedKinds kinds;
     for (const auto& state : states) {
-      const bool runs = !options.only_files || options.only_files->count(state.source.file) > 0;
+      const bool runs = (!options.only_files || options.only_files->count(state.source.file) > 0) &&
+                        (!options.only_states || options.only_states->count(state.id) > 0);
       if (!runs && !earlier_pending) {
         continue;  // (a daemon's one-file cycle: the other files' states)
       }

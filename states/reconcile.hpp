@@ -49,6 +49,9 @@ struct ReconcileOptions {
   // When set, only the states declared in these files are read and run (the daemon
   // reconciling one changed file); every state still counts as declared for prune.
   std::optional<std::set<std::string>> only_files;
+  // With only_files: of those files' states, only these (state IDs) run (the daemon
+  // correcting drift on some objects, daemon/drift_watch.hpp).
+  std::optional<std::set<std::string>> only_states;
   // Prune nothing now: count, in RunReport::prune_deferred, the recorded objects no
   // manifest declares any more. The daemon's reconcile of a file change, so that an
   // object moved from one file to another by two writes is never deleted in between:

@@ -95,6 +95,21 @@ TEST_CASE("list and watch encode selectors, paging and resourceVersion", "[reque
         "&allowWatchBookmarks=true");
   CHECK(watch->streaming);
   CHECK(watch->idempotent);
+  CHECK(watch->accept == "application/json");
+}
+
+TEST_CASE("metadata-only lists and watches ask for PartialObjectMetadata, full objects as the fallback", "[request]") {
+  ListOptions options;
+  options.metadata_only = true;
+  options.label_selector = "applyset.kubernetes.io/part-of=applyset-x";
+  auto watch = requests::watch(deployments(), "", options);
+  REQUIRE(watch.ok());
+  CHECK(watch->target() ==
+        "/apis/apps/v1/deployments?watch=true&labelSelector=applyset.kubernetes.io%2Fpart-of%3Dapplyset-x");
+  CHECK(watch->accept == "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json");
+  auto list = requests::list(deployments(), "", options);
+  REQUIRE(list.ok());
+  CHECK(list->accept == watch->accept);
 }
 
 TEST_CASE("writes carry dryRun, fieldManager, fieldValidation and the patch content type", "[request]") {

@@ -7,11 +7,13 @@
 // crashed on that).
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <vector>
 
 #include "core/dynamic_client.hpp"
 #include "tests/support/emulator.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace watch_client_test {
 
@@ -233,6 +235,47 @@ TEST_CASE("DynamicClient watch: initial listing without a resourceVersion, 410 E
   CHECK(error.reason == "Expired");
   WARN("watch: initial listing " << initial.size() << " objects; compacted watch -> " << error.http_status << " "
                                  << error.reason);
+}
+
+TEST_CASE("DynamicClient watch refused with a 403 Status (Content-Length, not chunked) is a forbidden error naming it",
+          "[client][watch][emulator]") {
+  // Regression: the stream parser had no body limit (boost::none), which Boost 1.74
+  // compares as smaller than any Content-Length, so every watch answered with a
+  // sized body (a 403 or 410 Status) failed as "larger than the limit".
+  Emulator emulator(kstate::testing::without_namespace_controllers());
+  const std::string token = "watch-client-no-watch-token";
+  REQUIRE(emulator
+              .request("POST", "/emulator/tokens",
+                       R"({"token":")" + token + R"(","user":"drift-writer","access":"no-watch"})")
+              .status == 200);
+  std::string kubeconfig = kstate::testing::read_file(emulator.kubeconfig_path());
+  for (auto at = kubeconfig.find(emulator.admin_token()); at != std::string::npos;
+       at = kubeconfig.find(emulator.admin_token(), at + token.size())) {
+    kubeconfig.replace(at, emulator.admin_token().size(), token);
+  }
+  kstate::testing::TempDir directory("watch-client");
+  const auto path = directory.path() / "kubeconfig";
+  kstate::testing::write_file(path, kubeconfig);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  boost::asio::io_context io;
+  KubeconfigSources sources;
+  sources.kubeconfig_flag = path.string();
+  auto made = make_client(io.get_executor(), sources, TransportOptions{});
+  REQUIRE(made.ok());
+  auto& client = *made.value()->dynamic;
+  auto resource = configmaps();
+  auto opened = run_sync(io, [&]() -> asio::awaitable<Status> {
+    std::string ns = "default";
+    ListOptions options;
+    auto watch = co_await client.watch(resource, ns, options);
+    if (!watch) {
+      co_return watch.error();
+    }
+    co_return ok_status();
+  }());
+  REQUIRE_FALSE(opened.ok());
+  CHECK(opened.error().kind == ErrorKind::forbidden);
+  CHECK(opened.error().message.find("cannot watch resource \"configmaps\"") != std::string::npos);
 }
 
 }  // namespace watch_client_test

@@ -37,6 +37,25 @@ TEST_CASE("watch events split across reads are decoded in order", "[watch]") {
   }
 }
 
+TEST_CASE("event objects lose their managedFields unless the decoder is asked to keep them", "[watch]") {
+  const std::string line =
+      R"({"type":"MODIFIED","object":{"kind":"PartialObjectMetadata","metadata":{"name":"a","managedFields":)"
+      R"([{"manager":"kstate","operation":"Apply"}]}}})"
+      "\n";
+  WatchDecoder dropping;
+  auto dropped = dropping.feed(line);
+  REQUIRE(dropped.ok());
+  REQUIRE(dropped->size() == 1);
+  CHECK(json::find_path((*dropped)[0].object, {"metadata", "managedFields"}) == nullptr);
+  WatchDecoder keeping(true);
+  auto kept = keeping.feed(line);
+  REQUIRE(kept.ok());
+  REQUIRE(kept->size() == 1);
+  const json::Value* fields = json::find_path((*kept)[0].object, {"metadata", "managedFields"});
+  REQUIRE(fields != nullptr);
+  CHECK(fields->IsArray());
+}
+
 TEST_CASE("an ERROR event carries a Status, a broken line is an error", "[watch]") {
   WatchDecoder decoder;
   auto events = decoder.feed(

@@ -184,7 +184,7 @@ TEST_CASE("kstate daemon retries a failed state at retry-interval: an object sti
 
 TEST_CASE("kstate daemon corrects drift at resync and reconciles everything on SIGHUP") {
   Emulator emulator;
-  Daemon daemon(emulator, "1s");
+  Daemon daemon(emulator, "1s", "watch-drift: false\n");  // the resync alone (the watches: drift_e2e_test.cpp)
   write_file(daemon.manifests / "app.yaml", config_map("app", "blue"));
   daemon.start();
   REQUIRE(daemon.wait_reconciled());

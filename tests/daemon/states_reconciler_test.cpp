@@ -69,6 +69,9 @@ struct Fixture {
     config.check_manifest_permissions = false;
     config.prune_delay = prune_delay;
     config.state_output = state_output;
+    // No watches: run_sync runs the io_context until no work is left, and a watch never
+    // ends (drift through watches: drift_e2e_test.cpp).
+    config.watch_drift = false;
     auto reconciler = std::make_unique<StatesReconciler>(io, config, metrics,
                                                          [this] { return std::chrono::system_clock::now() + ahead; });
     // At once: run_sync runs the io_context until no work is left, the release's wait included.

@@ -542,7 +542,7 @@ Response ApiServer::serve_resource(const Request& request, Target& target) {
   };
   // A user without any grant may do nothing; one with read grants (access.hpp) reads only those.
   const bool allowed =
-      request.identity.may_read &&
+      request.identity.may_read && (verb != "watch" || request.identity.may_watch) &&
       (is_write(verb) ? request.identity.may_write : may_read(options_.read_grants, request.identity.user, type));
   if (!allowed) {
     auto details = details_for(&type, target.name);
@@ -1057,7 +1057,13 @@ Response ApiServer::get_object(const Request& request, const Target& target) {
   if (!object) {
     return not_found(*target.type, target.name);
   }
-  (void)request;  // a single object is always served as itself; kubectl prints it without a Table
+  // kubectl prints a single object without a Table: it is served as itself, or as its
+  // PartialObjectMetadata when asked (the Content-Type stays application/json, as for Tables).
+  if (accepts(request.accept, "as=PartialObjectMetadata")) {
+    Document partial;
+    partial.CopyFrom(partial_metadata(*object, partial.GetAllocator()), partial.GetAllocator());
+    return json_response(200, json::dump(partial));
+  }
   return json_response(200, serialized(object));
 }
 
@@ -1200,6 +1206,20 @@ Response ApiServer::list_objects(const Request& request, const Target& target) {
     // kind Table, but the Content-Type says only application/json (recording 54).
     return json_response(200, json::dump(table));
   }
+  if (accepts(request.accept, "as=PartialObjectMetadata")) {
+    // PartialObjectMetadataList: each item a PartialObjectMetadata with its kind and
+    // apiVersion (handlers/response.go asPartialObjectMetadataList sets them on every item).
+    std::string body =
+        "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":" + metadata +
+        ",\"items\":[";
+    for (size_t i = 0; i < items.size(); ++i) {
+      Document partial;
+      partial.CopyFrom(partial_metadata(*items[i], partial.GetAllocator()), partial.GetAllocator());
+      body += (i > 0 ? "," : "") + json::dump(partial);
+    }
+    body += "]}";
+    return json_response(200, std::move(body));
+  }
   std::string body = "{\"kind\":\"" + type.kind + "List\",\"apiVersion\":\"" + type.api_version() +
                      "\",\"metadata\":" + metadata + ",\"items\":[";
   for (size_t i = 0; i < items.size(); ++i) {
@@ -1242,6 +1262,7 @@ Response ApiServer::start_watch(const Request& request, const Target& target) {
     }
   }
   spec.bookmarks = query(request, "allowWatchBookmarks") == "true";
+  spec.metadata_only = accepts(request.accept, "as=PartialObjectMetadata");
   if (auto timeout = query(request, "timeoutSeconds"); !timeout.empty()) {
     spec.timeout_seconds = std::atoi(timeout.c_str());
   }
@@ -1252,6 +1273,13 @@ Response ApiServer::start_watch(const Request& request, const Target& target) {
 
 namespace {
 
+bool selectors_match(const WatchSpec& spec, const Value& object, const std::string& namespace_name) {
+  if (!spec.labels.empty() && !spec.labels.matches(object)) {
+    return false;
+  }
+  return spec.fields.empty() || spec.fields.matches(string_at(object, {"metadata", "name"}), namespace_name);
+}
+
 bool watch_matches(const WatchSpec& spec, const WatchEvent& event) {
   if (event.prefix != spec.prefix) {
     return false;
@@ -1259,18 +1287,46 @@ bool watch_matches(const WatchSpec& spec, const WatchEvent& event) {
   if (!spec.namespace_name.empty() && event.namespace_name != spec.namespace_name) {
     return false;
   }
-  if (!spec.labels.empty() && !spec.labels.matches(*event.object)) {
-    return false;
-  }
-  if (!spec.fields.empty() &&
-      !spec.fields.matches(string_at(*event.object, {"metadata", "name"}), event.namespace_name)) {
-    return false;
-  }
-  return true;
+  return selectors_match(spec, *event.object, event.namespace_name);
 }
 
 std::string watch_line(std::string_view type, const Value& object) {
   return "{\"type\":\"" + std::string(type) + "\",\"object\":" + json::dump(object) + "}\n";
+}
+
+// The line a watch sends for `event`, as kube-apiserver's watch cache decides it
+// (cacher.go, convertToWatchEvent): with selectors, a change that makes an object
+// match is ADDED, one that makes it stop matching is DELETED with the object as it was
+// before, carrying the event's resourceVersion; nothing when it matches neither before
+// nor after. Metadata-only watches send PartialObjectMetadata objects.
+std::optional<std::string> watch_line_for(const WatchSpec& spec, const WatchEvent& event) {
+  if (event.prefix != spec.prefix || (!spec.namespace_name.empty() && event.namespace_name != spec.namespace_name)) {
+    return std::nullopt;
+  }
+  const bool now_matches = selectors_match(spec, *event.object, event.namespace_name);
+  const bool matched_before = event.previous != nullptr && selectors_match(spec, *event.previous, event.namespace_name);
+  std::string type = event.type;
+  const Value* object = event.object.get();
+  Document left;
+  if (!now_matches) {
+    if (!matched_before || event.type == "DELETED") {
+      return std::nullopt;
+    }
+    left.CopyFrom(*event.previous, left.GetAllocator());
+    if (Value* metadata = json::find(left, "metadata"); metadata != nullptr && metadata->IsObject()) {
+      json::set_string(*metadata, "resourceVersion", std::to_string(event.resource_version), left.GetAllocator());
+    }
+    type = "DELETED";
+    object = &left;
+  } else if (event.type == "MODIFIED" && event.previous != nullptr && !matched_before) {
+    type = "ADDED";
+  }
+  if (!spec.metadata_only) {
+    return watch_line(type, *object);
+  }
+  Document partial;
+  partial.CopyFrom(partial_metadata(*object, partial.GetAllocator()), partial.GetAllocator());
+  return watch_line(type, partial);
 }
 
 }  // namespace
@@ -1283,8 +1339,8 @@ std::optional<ApiServer::WatchLines> ApiServer::watch_events(const WatchSpec& sp
   result.last = after;
   for (const WatchEvent* event : store_.events_after(after)) {
     result.last = event->resource_version;
-    if (watch_matches(spec, *event)) {
-      result.lines.push_back(watch_line(event->type, *event->object));
+    if (auto line = watch_line_for(spec, *event)) {
+      result.lines.push_back(std::move(*line));
     }
   }
   return result;
@@ -1294,9 +1350,15 @@ std::vector<std::string> ApiServer::initial_watch_events(const WatchSpec& spec) 
   std::vector<std::string> lines;
   std::string prefix = spec.prefix + (spec.namespace_name.empty() ? "" : spec.namespace_name + "/");
   for (const auto& [key, object] : store_.range(prefix)) {
-    WatchEvent event{0, "ADDED", spec.prefix, string_at(*object, {"metadata", "namespace"}), object};
+    WatchEvent event{0, "ADDED", spec.prefix, string_at(*object, {"metadata", "namespace"}), object, nullptr};
     if (watch_matches(spec, event)) {
-      lines.push_back(watch_line("ADDED", *object));
+      if (spec.metadata_only) {
+        Document partial;
+        partial.CopyFrom(partial_metadata(*object, partial.GetAllocator()), partial.GetAllocator());
+        lines.push_back(watch_line("ADDED", partial));
+      } else {
+        lines.push_back(watch_line("ADDED", *object));
+      }
     }
   }
   return lines;
@@ -1315,7 +1377,9 @@ std::string ApiServer::bookmark_line(const WatchSpec& spec, std::uint64_t versio
         "\"kubernetes.io/initial-events-list-blueprint\":\"" +
         encoding::base64_encode(blueprint) + "\"}";
   }
-  return "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"" + spec.kind + "\",\"apiVersion\":\"" + spec.api_version +
+  const std::string kind = spec.metadata_only ? "PartialObjectMetadata" : spec.kind;
+  const std::string api_version = spec.metadata_only ? "meta.k8s.io/v1" : spec.api_version;
+  return "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"" + kind + "\",\"apiVersion\":\"" + api_version +
          "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(version) + "\",\"creationTimestamp\":null" +
          annotations + "}}}\n";
 }

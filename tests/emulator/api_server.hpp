@@ -32,6 +32,8 @@ struct Identity {
   std::vector<std::string> groups;
   bool may_write = false;
   bool may_read = true;  // false: a user without any RBAC grant (every resource request is 403)
+  // false: a user whose Role grants every verb but watch (a watch is 403, as RBAC answers it)
+  bool may_watch = true;
 };
 
 struct Request {
@@ -60,6 +62,10 @@ struct WatchSpec {
   bool initial_events_end_bookmark = false;
   bool bookmarks = false;
   int timeout_seconds = 0;
+  // Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1: every event's
+  // object (bookmarks included) is a PartialObjectMetadata, as kube-apiserver's
+  // response transformation makes it (handlers/response.go).
+  bool metadata_only = false;
 };
 
 struct Response {

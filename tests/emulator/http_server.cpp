@@ -440,7 +440,12 @@ class Emulator {
           if (extra->second.admin) {
             groups.insert(groups.begin(), "system:masters");
           }
-          identity = {true, extra->second.user, std::move(groups), extra->second.admin, extra->second.may_read};
+          identity = {true,
+                      extra->second.user,
+                      std::move(groups),
+                      extra->second.admin || extra->second.no_watch,
+                      extra->second.may_read,
+                      !extra->second.no_watch};
         }
       }
       return identity;  // a bad token is 401 even with a certificate, as in kube-apiserver
@@ -465,7 +470,10 @@ class Emulator {
     return identity;
   }
 
-  static bool is_admin(const Identity& identity) { return identity.authenticated && identity.may_write; }
+  static bool is_admin(const Identity& identity) {
+    return identity.authenticated && identity.may_write &&
+           std::find(identity.groups.begin(), identity.groups.end(), "system:masters") != identity.groups.end();
+  }
 
   // /emulator/...: request log, faults, compaction. Admin only.
   Response control(const Request& request) {
@@ -509,7 +517,8 @@ class Emulator {
     }
     if (request.path == "/emulator/tokens" && request.method == "POST") {
       // {"token": T, "user": U, "admin": bool} accepts T from now on; {"token": T, "revoke": true} stops.
-      // "access": "none" makes U a user without any RBAC grant (403 on every resource request).
+      // "access": "none" makes U a user without any RBAC grant (403 on every resource request);
+      // "access": "no-watch" one whose Role grants every verb but watch (403 on watches only).
       auto body = json::parse(request.body);
       std::string token = body ? std::string(json::string_or(json::find(*body, "token"), "")) : "";
       if (token.empty()) {
@@ -522,9 +531,10 @@ class Emulator {
         extra_tokens_.erase(token);
       } else {
         const auto* admin = json::find(*body, "admin");
+        const std::string_view access = json::string_or(json::find(*body, "access"), "");
         extra_tokens_[token] = {std::string(json::string_or(json::find(*body, "user"), "rotated")),
-                                admin != nullptr && admin->IsBool() && admin->GetBool(),
-                                json::string_or(json::find(*body, "access"), "") != "none"};
+                                admin != nullptr && admin->IsBool() && admin->GetBool(), access != "none",
+                                access == "no-watch"};
       }
       response.body = "{\"tokens\":" + std::to_string(extra_tokens_.size()) + "}";
       return response;
@@ -867,6 +877,7 @@ class Emulator {
     std::string user;
     bool admin = false;
     bool may_read = true;
+    bool no_watch = false;  // every verb but watch
   };
   std::map<std::string, ExtraToken> extra_tokens_;  // added by /emulator/tokens
   std::uint64_t watch_drop_generation_ = 0;         // bumped by /emulator/drop-watches

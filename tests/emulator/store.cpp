@@ -2,6 +2,7 @@
 #include "tests/emulator/store.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace kstate::emulator {
 
@@ -33,11 +34,12 @@ std::vector<std::pair<std::string, ObjectPtr>> Store::range(const std::string& p
 }
 
 void Store::put(const std::string& key, ObjectPtr object, std::string event_type) {
-  objects_[key] = object;
+  ObjectPtr& stored = objects_[key];
+  ObjectPtr previous = std::exchange(stored, object);
   auto slash = key.find('/', key.find('/') + 1);
   auto namespace_end = key.find('/', slash + 1);
   record({version_, std::move(event_type), key.substr(0, slash + 1), key.substr(slash + 1, namespace_end - slash - 1),
-          std::move(object)});
+          std::move(object), std::move(previous)});
 }
 
 void Store::erase(const std::string& key, ObjectPtr final_object) {
@@ -45,7 +47,7 @@ void Store::erase(const std::string& key, ObjectPtr final_object) {
   auto slash = key.find('/', key.find('/') + 1);
   auto namespace_end = key.find('/', slash + 1);
   record({version_, "DELETED", key.substr(0, slash + 1), key.substr(slash + 1, namespace_end - slash - 1),
-          std::move(final_object)});
+          std::move(final_object), nullptr});
 }
 
 void Store::record(WatchEvent event) {

@@ -26,6 +26,10 @@ struct WatchEvent {
   std::string prefix;  // "<group>/<resource>/"
   std::string namespace_name;
   ObjectPtr object;
+  // The object before this change (MODIFIED only): a watch with a label selector sends
+  // an object that stops matching as DELETED and one that starts matching as ADDED, as
+  // kube-apiserver's watch cache does (cacher.go, convertToWatchEvent).
+  ObjectPtr previous;
 };
 
 std::string object_key(std::string_view group, std::string_view resource, std::string_view namespace_name,

@@ -82,4 +82,18 @@ TEST_CASE("a user who may read only pods: pods listed, nodes 403 as kube-apiserv
   CHECK(h.call("GET", "/api/v1/nodes", "", "application/json", Harness::readonly()).status == 200);
 }
 
+TEST_CASE("a user whose Role grants every verb but watch: writes and lists succeed, a watch is 403 as RBAC words it") {
+  Harness h;
+  Identity no_watch{true, "drift-writer", {"system:authenticated"}, true, true, false};
+  const std::string config_maps = "/api/v1/namespaces/default/configmaps";
+  CHECK(h.call("POST", config_maps, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}})",
+               "application/json", no_watch)
+            .status == 201);
+  CHECK(h.call("GET", config_maps, "", "application/json", no_watch).status == 200);
+  auto watch = h.call("GET", config_maps + "?watch=true", "", "application/json", no_watch);
+  CHECK(watch.status == 403);
+  CHECK(watch.body.find(R"(configmaps is forbidden: User \"drift-writer\" cannot watch resource \"configmaps\" in )"
+                        R"(API group \"\" in the namespace \"default\")") != std::string::npos);
+}
+
 }  // namespace access_test

@@ -25,7 +25,8 @@ struct Harness {
             std::move(options), [c = clock] { return c->now; }, 42) {}
 
   Response call(const std::string& method, const std::string& target, const std::string& body = "",
-                const std::string& content_type = "application/json", Identity identity = admin()) {
+                const std::string& content_type = "application/json", Identity identity = admin(),
+                const std::string& accept = "application/json") {
     Request request;
     request.method = method;
     auto question = target.find('?');
@@ -46,7 +47,7 @@ struct Harness {
     }
     request.body = body;
     request.content_type = content_type;
-    request.accept = "application/json";
+    request.accept = accept;
     request.user_agent = "unit-test/1.0";
     request.identity = std::move(identity);
     Response response = api.handle(request);

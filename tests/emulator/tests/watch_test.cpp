@@ -1,6 +1,7 @@
 // Watch event selection (the streaming itself is in http_server.cpp and covered
 // by the kubectl/HTTPS tests): events after a resourceVersion, initial ADDED
-// events, selectors, bookmarks, and 410 Expired once history is compacted.
+// events, selectors (an object that stops or starts matching), bookmarks, metadata-only
+// watches and lists, and 410 Expired once history is compacted.
 #include <catch2/catch.hpp>
 
 #include "tests/emulator/tests/api_test_support.hpp"
@@ -131,6 +132,67 @@ TEST_CASE("a compaction interval of 0 keeps the history up to its size limit") {
   h.clock->advance(std::chrono::hours(1));
   h.api.tick();
   CHECK(h.api.store().history_size() >= 1);
+}
+
+TEST_CASE(
+    "with a label selector, an object that stops matching is DELETED (as it was, at the new version) and "
+    "one that starts matching is ADDED, as kube-apiserver's watch cache sends them") {
+  Harness h;
+  h.post(kConfigMaps, config_map("a", "web"));
+  auto start = h.get(kConfigMaps + "?watch=true&resourceVersion=" + std::to_string(h.api.store().current_version()) +
+                     "&labelSelector=app=web");
+  REQUIRE(start.watch);
+  h.call("PATCH", kConfigMaps + "/a", R"({"metadata":{"labels":{"app":"db"}}})", "application/merge-patch+json");
+  const auto left_at = h.api.store().current_version();
+  h.call("PATCH", kConfigMaps + "/a", R"({"data":{"x":"1"}})", "application/merge-patch+json");  // not matching
+  h.call("PATCH", kConfigMaps + "/a", R"({"metadata":{"labels":{"app":"web"}}})", "application/merge-patch+json");
+  auto events = h.api.watch_events(*start.watch, start.watch->start_after);
+  REQUIRE(events.has_value());
+  REQUIRE(types_of(events->lines) == std::vector<std::string>{"DELETED", "ADDED"});
+  auto deleted = json::parse(events->lines[0]);
+  CHECK(str(*deleted, {"object", "metadata", "labels", "app"}) == "web");  // the object before the change
+  CHECK(str(*deleted, {"object", "metadata", "resourceVersion"}) == std::to_string(left_at));
+  auto added = json::parse(events->lines[1]);
+  CHECK(str(*added, {"object", "data", "x"}) == "1");
+}
+
+TEST_CASE("Accept as=PartialObjectMetadata: lists, gets, watch events and bookmarks carry metadata only") {
+  Harness h;
+  h.post(kConfigMaps, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"app":"web"}},)"
+                      R"("data":{"key":"top-secret-value-42"}})");
+  const std::string accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+  auto list = h.call("GET", kConfigMaps + "?labelSelector=app=web", "", "application/json", Harness::admin(), accept);
+  REQUIRE(list.status == 200);
+  auto listed = json::parse(list.body);
+  CHECK(str(*listed, {"kind"}) == "PartialObjectMetadataList");
+  CHECK(str(*listed, {"apiVersion"}) == "meta.k8s.io/v1");
+  CHECK(str(*listed, {"metadata", "resourceVersion"}) == std::to_string(h.api.store().current_version()));
+  const auto& item = (*json::find(*listed, "items"))[0];
+  CHECK(str(item, {"kind"}) == "PartialObjectMetadata");
+  CHECK(str(item, {"metadata", "name"}) == "a");
+  CHECK(json::find_path(item, {"metadata", "managedFields"}) != nullptr);
+  CHECK(json::find(item, "data") == nullptr);
+  CHECK(list.body.find("top-secret-value-42") == std::string::npos);  // (field names appear in managedFields)
+
+  auto one = h.call("GET", kConfigMaps + "/a", "", "application/json", Harness::admin(), accept);
+  CHECK(str(*json::parse(one.body), {"kind"}) == "PartialObjectMetadata");
+  CHECK(one.body.find("top-secret-value-42") == std::string::npos);
+
+  auto start =
+      h.call("GET", kConfigMaps + "?watch=true&resourceVersion=" + str(*listed, {"metadata", "resourceVersion"}), "",
+             "application/json", Harness::admin(), accept);
+  REQUIRE(start.watch);
+  h.call("PATCH", kConfigMaps + "/a", R"({"data":{"x":"1"}})", "application/merge-patch+json");
+  auto events = h.api.watch_events(*start.watch, start.watch->start_after);
+  REQUIRE(events.has_value());
+  REQUIRE(events->lines.size() == 1);
+  auto modified = json::parse(events->lines[0]);
+  CHECK(str(*modified, {"type"}) == "MODIFIED");
+  CHECK(str(*modified, {"object", "kind"}) == "PartialObjectMetadata");
+  CHECK(json::find_path(*modified, {"object", "data"}) == nullptr);
+  auto bookmark = json::parse(h.api.bookmark_line(*start.watch, 9, false));
+  CHECK(str(*bookmark, {"object", "kind"}) == "PartialObjectMetadata");
+  CHECK(str(*bookmark, {"object", "metadata", "resourceVersion"}) == "9");
 }
 
 }  // namespace watch_test
