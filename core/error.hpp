@@ -64,6 +64,10 @@ struct Error {
     return kind == ErrorKind::connection || kind == ErrorKind::timeout || kind == ErrorKind::too_many_requests ||
            kind == ErrorKind::server_error;
   }
+  // The server said the object itself does not exist (a NotFound naming it), as opposed
+  // to a path it does not serve, which says nothing about the object: only this may be
+  // read as "gone" where that leads to forgetting, claiming or deleting something.
+  bool object_missing() const { return kind == ErrorKind::not_found && !resource_not_served; }
   // "reason: message" plus causes, the way kubectl prints server errors.
   std::string describe() const;
 };

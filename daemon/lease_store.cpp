@@ -144,7 +144,7 @@ boost::asio::awaitable<Result<std::optional<LeaseRecord>>> KubernetesLeaseStore:
   std::string subresource;
   auto got = co_await (*client)->get(resource_, ns, name, subresource);
   if (!got) {
-    if (got.error().kind == ErrorKind::not_found) {
+    if (got.error().object_missing()) {
       co_return std::optional<LeaseRecord>();
     }
     co_return got.error();

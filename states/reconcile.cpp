@@ -62,9 +62,12 @@ asio::awaitable<ParentSecret> read_parent(DynamicClient& client, KindResolver& r
   if (got.ok()) {
     result.object = std::move(got).value();
     result.readable = true;
-  } else if (got.error().kind == ErrorKind::not_found) {
+  } else if (got.error().object_missing()) {
     result.readable = true;
   } else {
+    // Includes "404 page not found" (a path not served, no Status naming the Secret):
+    // it says nothing about the parent, and read as "none" the run would record a
+    // fresh set and forget what the old record named.
     result.error = got.error();
   }
   co_return result;
@@ -92,7 +95,7 @@ asio::awaitable<std::map<ObjectKey, LiveObject>> read_candidates(DynamicClient& 
     auto got = co_await read_object(client, *resource, entry.ns, entry.name);
     if (got.ok()) {
       live[entry.key()] = live_object_from_json(*got);
-    } else if (got.error().kind == ErrorKind::not_found) {
+    } else if (got.error().object_missing()) {
       live[entry.key()].state = LiveState::not_found;
     }
   }
@@ -695,7 +698,7 @@ asio::awaitable<void> delete_pruned(DynamicClient& client, KindResolver& resolve
       std::string ns = resource->namespaced ? planned.entry.ns : std::string();
       std::string name = planned.entry.name;
       auto deleted = co_await client.remove(*resource, ns, name, remove);
-      if (deleted.ok() || deleted.error().kind == ErrorKind::not_found) {
+      if (deleted.ok() || deleted.error().object_missing()) {
         result.result = test_mode ? std::optional<bool>() : std::optional<bool>(true);
         result.comment =
             test_mode ? "would be pruned (no longer in any manifest)" : "pruned (no longer in any manifest)";

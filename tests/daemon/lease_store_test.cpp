@@ -109,4 +109,27 @@ TEST_CASE("lease store: create, update with the resourceVersion read, stale writ
   CHECK(again.error().kind == kstate::ErrorKind::already_exists);
 }
 
+TEST_CASE("lease store: a Lease read answered 404 page not found is an error, not a free Lease (emulator)") {
+  // "404 page not found" is about the path (coordination.k8s.io not served there, a
+  // proxy in between): read as "no Lease", a standby would create one and lead.
+  kstate::testing::Emulator emulator;
+  boost::asio::io_context io;
+  kstate::KubeconfigSources sources;
+  sources.kubeconfig_flag = emulator.kubeconfig_path().string();
+  sources.getenv = [](const std::string&) { return std::optional<std::string>(); };
+  auto client = kstate::make_client(io.get_executor(), sources, kstate::TransportOptions{});
+  REQUIRE(client);
+  kstate::daemon::KubernetesLeaseStore store(
+      [&]() -> kstate::Result<kstate::DynamicClient*> { return client.value()->dynamic.get(); }, "kstate-test",
+      "default");
+  emulator.set_faults(R"({"failNext": 1, "failCode": 404, "method": "GET", "pathPrefix": "/apis/coordination.k8s.io/"})");
+  auto unserved = kstate::run_sync(io, store.get());
+  REQUIRE_FALSE(unserved);
+  CHECK(unserved.error().resource_not_served);
+  // A Lease that really does not exist is still "none".
+  auto absent = kstate::run_sync(io, store.get());
+  REQUIRE(absent);
+  CHECK_FALSE(absent->has_value());
+}
+
 }  // namespace lease_store_test

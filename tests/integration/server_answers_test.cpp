@@ -275,6 +275,62 @@ data: {a: b}
   CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/late").IsNull());
 }
 
+TEST_CASE("an ApplySet parent read answered 404 page not found is an error, not a set without a parent") {
+  // A proxy or an aggregation layer that does not serve a path answers "404 page not
+  // found" (text/plain, no Status): that says nothing about whether the parent Secret
+  // exists. Read as "no parent", the run would write a fresh record of only what it
+  // declares, and an object whose manifest was removed meanwhile would drop out of the
+  // inventory: never pruned again.
+  Cluster cluster;
+  const std::string dir = cluster.manifest_dir("set");
+  write_file(std::filesystem::path(dir) / "one.yaml", "apiVersion: v1\nkind: ConfigMap\n"
+                                                      "metadata: {name: one, namespace: default}\ndata: {a: '1'}\n");
+  write_file(std::filesystem::path(dir) / "two.yaml", "apiVersion: v1\nkind: ConfigMap\n"
+                                                      "metadata: {name: two, namespace: default}\ndata: {a: '2'}\n");
+  REQUIRE(cluster.apply(dir, {"--applyset-name", "mine", "--prune"}).exit_code == 0);
+  std::filesystem::remove(std::filesystem::path(dir) / "two.yaml");
+
+  cluster.emulator.set_faults(
+      R"({"failNext": 1, "failCode": 404, "method": "GET", "path": "/api/v1/namespaces/kube-system/secrets/mine"})");
+  auto faulted = cluster.apply(dir, {"--applyset-name", "mine", "--prune"});
+  cluster.emulator.clear_faults();
+  CHECK(faulted.exit_code == 2);
+  CHECK(faulted.out.find("cannot read the ApplySet parent Secret kube-system/mine") != std::string::npos);
+  CHECK(faulted.out.find("(nothing applied, nothing pruned)") != std::string::npos);
+  CHECK(!cluster.get("/api/v1/namespaces/default/configmaps/two").IsNull());
+
+  // The record still names `two`: the next run prunes it.
+  auto next = cluster.apply(dir, {"--applyset-name", "mine", "--prune"});
+  CHECK(next.exit_code == 0);
+  CHECK(cluster.get("/api/v1/namespaces/default/configmaps/two").IsNull());
+  CHECK(!cluster.get("/api/v1/namespaces/default/configmaps/one").IsNull());
+}
+
+TEST_CASE("a prune candidate's read or delete answered 404 page not found keeps it recorded, and a later run prunes it") {
+  const std::string method = GENERATE(std::string("GET"), std::string("DELETE"));
+  INFO("answered 404 page not found: " << method);
+  Cluster cluster;
+  const std::string dir = cluster.manifest_dir("set");
+  write_file(std::filesystem::path(dir) / "one.yaml", "apiVersion: v1\nkind: ConfigMap\n"
+                                                      "metadata: {name: one, namespace: default}\ndata: {a: '1'}\n");
+  write_file(std::filesystem::path(dir) / "two.yaml", "apiVersion: v1\nkind: ConfigMap\n"
+                                                      "metadata: {name: two, namespace: default}\ndata: {a: '2'}\n");
+  REQUIRE(cluster.apply(dir, {"--applyset-name", "mine", "--prune"}).exit_code == 0);
+  std::filesystem::remove(std::filesystem::path(dir) / "two.yaml");
+
+  cluster.emulator.set_faults(R"({"failNext": 1, "failCode": 404, "method": ")" + method +
+                              R"(", "path": "/api/v1/namespaces/default/configmaps/two"})");
+  auto faulted = cluster.apply(dir, {"--applyset-name", "mine", "--prune"});
+  cluster.emulator.clear_faults();
+  CHECK(faulted.out.find("pruned (no longer in any manifest)") == std::string::npos);
+  CHECK(!cluster.get("/api/v1/namespaces/default/configmaps/two").IsNull());
+
+  auto next = cluster.apply(dir, {"--applyset-name", "mine", "--prune"});
+  CHECK(next.exit_code == 0);
+  CHECK(next.out.find("pruned (no longer in any manifest)") != std::string::npos);
+  CHECK(cluster.get("/api/v1/namespaces/default/configmaps/two").IsNull());
+}
+
 TEST_CASE("leader election writes Lease times as the server accepts them: 6 fractional digits, UTC (51, 52)") {
   Cluster cluster;
   boost::asio::io_context io;
