@@ -696,12 +696,34 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
 
 boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::optional<std::set<std::string>> only_files,
                                                                      bool probe, bool defer_prune) {
-  ReconcileSummary summary;
   if (stopping_) {
-    co_return summary;  // shutting down: start nothing new
+    co_return ReconcileSummary();  // shutting down: start nothing new
   }
+  if (auto stopped = co_await check_cluster(probe)) {
+    co_return *stopped;
+  }
+  // Declared before `cycle`, so it outlives every document allocated from it.
+  json::Allocator pool;
+  CycleStates cycle = cycle_states(only_files, pool);
+  const bool only_files_ran = only_files.has_value();
+  states::ReconcileOptions options = cycle_options(std::move(only_files), defer_prune, cycle.failed_files);
+  states::RunReport report = co_await states::reconcile(*gated_client_, *resolver_, cycle.states, options);
+  count_requests();
+  follow_drift(report.applied, !only_files_ran);
+  if (options.prune && !options.defer_prune) {
+    kept_for_cause_ = std::move(report.kept_for_cause);  // (empty when prune was held back)
+  }
+  co_return co_await conclude_cycle(std::move(report), cycle.load_errors, only_files_ran);
+}
+
+bool StatesReconciler::logs_diffs() const {
+  return config_.state_output == states::StateOutput::changes || config_.state_output == states::StateOutput::full;
+}
+
+boost::asio::awaitable<std::optional<ReconcileSummary>> StatesReconciler::check_cluster(bool probe) {
   if (auto connected = connect(); !connected) {
     // No usable kubeconfig yet (kubeadm writes admin.conf late): retried like an unreachable server.
+    ReconcileSummary summary;
     summary.api_reachable = false;
     summary.error = connected.error().describe();
     co_return summary;
@@ -714,6 +736,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
     auto answer = co_await probe_version(true);
     if (!answer && unreachable(answer.error())) {
       count_requests();
+      ReconcileSummary summary;
       summary.api_reachable = false;
       summary.error = answer.error().describe();
       co_return summary;
@@ -735,18 +758,23 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
       spdlog::warn("discovery could not be revalidated, using what it said before: {}", loaded.error().describe());
     } else if (!loaded) {
       count_requests();
+      ReconcileSummary summary;
       summary.api_reachable = !unreachable(loaded.error());
       api_answered_ = api_answered_ && summary.api_reachable;
       summary.error = "discovery: " + loaded.error().describe();
       co_return summary;
     }
   }
+  co_return std::nullopt;
+}
 
-  // Declared before `states`, so it outlives every document allocated from it.
-  json::Allocator pool;
-  std::vector<manifests::State> states;
-  std::set<std::string> failed_files;
-  std::vector<std::string> load_errors = list_errors_;
+StatesReconciler::CycleStates StatesReconciler::cycle_states(const std::optional<std::set<std::string>>& only_files,
+                                                             json::Allocator& pool) {
+  CycleStates cycle;
+  std::vector<manifests::State>& states = cycle.states;
+  std::set<std::string>& failed_files = cycle.failed_files;
+  std::vector<std::string>& load_errors = cycle.load_errors;
+  load_errors = list_errors_;
   load_errors.insert(load_errors.end(), variable_errors_.begin(), variable_errors_.end());
   // A file event's cycle: the states it does not run get their identity only, unless
   // another state may duplicate them (second pass).
@@ -802,6 +830,11 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
     spdlog::error("{}", error.to_string());
     load_errors.push_back(error.to_string());
   }
+  return cycle;
+}
+
+states::ReconcileOptions StatesReconciler::cycle_options(std::optional<std::set<std::string>> only_files,
+                                                         bool defer_prune, const std::set<std::string>& failed_files) {
   states::ReconcileOptions options;
   options.engine.concurrency = config_.concurrency;
   options.engine.field_manager = config_.field_manager;
@@ -814,9 +847,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
   options.engine.adopt_objects = config_.adopt_objects;
   options.engine.ignore_fields = config_.ignore_fields;
   // summarize() counts changes; a diff is kept only where the log shows it.
-  const bool log_diffs =
-      config_.state_output == states::StateOutput::changes || config_.state_output == states::StateOutput::full;
-  options.engine.record_diffs = log_diffs;
+  options.engine.record_diffs = logs_diffs();
   options.prune = config_.prune;
   options.allow_empty_prune = config_.allow_empty_prune;
   options.load_failed = !failed_files.empty() || !manifests_listed_ || !variable_errors_.empty();
@@ -833,17 +864,16 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
     options.kept_before = kept_for_cause_;
   }
   options.check_sources = [this](const std::set<std::string>& sources) { return sources_held(sources); };
+  return options;
+}
 
-  states::RunReport report = co_await states::reconcile(*gated_client_, *resolver_, states, options);
-  count_requests();
-  follow_drift(report.applied, !only_files_ran);
-  if (options.prune && !options.defer_prune) {
-    kept_for_cause_ = std::move(report.kept_for_cause);  // (empty when prune was held back)
-  }
+boost::asio::awaitable<ReconcileSummary> StatesReconciler::conclude_cycle(states::RunReport report,
+                                                                          const std::vector<std::string>& load_errors,
+                                                                          bool only_files_ran) {
   for (const auto& note : report.notes) {
     spdlog::info("{}", note);
   }
-  if (log_diffs) {
+  if (logs_diffs()) {
     // (the engine logged each change's line; these follow it)
     for (const auto& result : report.results) {
       if (std::string_view diff = json::string_or(json::find(result.changes, "diff"), ""); !diff.empty()) {
@@ -858,7 +888,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::run_cycle(std::option
     spdlog::error("{}", error);
   }
   report.errors.insert(report.errors.begin(), load_errors.begin(), load_errors.end());
-  summary = summarize(report);
+  ReconcileSummary summary = summarize(report);
   summary.files_settling = sources_settling_;
   for (const auto& [file, settle] : unsettled_) {
     summary.files_settling += settle == ManifestSettle::just_changed ? 1 : 0;

@@ -32,6 +32,7 @@
 #include "discovery/client.hpp"
 #include "manifests/loader.hpp"
 #include "states/discovery_resolver.hpp"
+#include "states/reconcile.hpp"
 #include "states/report.hpp"
 #include "states/writer.hpp"
 
@@ -118,6 +119,26 @@ class StatesReconciler : public Reconciler {
   // cycle with `defer_prune` prunes nothing (the folder changed within prune-delay).
   boost::asio::awaitable<ReconcileSummary> run_cycle(std::optional<std::set<std::string>> only_files, bool probe,
                                                      bool defer_prune = false);
+  // run_cycle's steps. 1: connected, and (`probe`, a full reconcile) the API server
+  // answering and discovery revalidated; otherwise the summary that ends the cycle.
+  boost::asio::awaitable<std::optional<ReconcileSummary>> check_cluster(bool probe);
+  // 2: the states the cycle runs (copies allocated from `pool`), with the files that
+  // failed to load and every load error.
+  struct CycleStates {
+    std::vector<manifests::State> states;
+    std::set<std::string> failed_files;
+    std::vector<std::string> load_errors;
+  };
+  CycleStates cycle_states(const std::optional<std::set<std::string>>& only_files, json::Allocator& pool);
+  // 3: what states::reconcile is asked to do.
+  states::ReconcileOptions cycle_options(std::optional<std::set<std::string>> only_files, bool defer_prune,
+                                         const std::set<std::string>& failed_files);
+  // Whether each change's diff is logged (state-output changes or full).
+  bool logs_diffs() const;
+  // 4: the report logged and counted; a failed cycle asks whether the API server went away.
+  boost::asio::awaitable<ReconcileSummary> conclude_cycle(states::RunReport report,
+                                                          const std::vector<std::string>& load_errors,
+                                                          bool only_files_ran);
   // The sources prune must not use, and why (ReconcileOptions::check_sources).
   std::map<std::string, std::string> sources_held(const std::set<std::string>& sources);
   // When the manifests folder last changed, as far as a full scan can tell: the newest
