@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <deque>
@@ -34,6 +33,7 @@
 #include "states/schema_validation.hpp"
 #include "states/state_id_label.hpp"
 #include "states/takeover.hpp"
+#include "states/waits.hpp"
 
 namespace kstate::states {
 namespace {
@@ -251,14 +251,7 @@ struct Engine::Impl {
     return resource.group + "/" + resource.version + "/" + resource.plural + "|" + ns;
   }
 
-  asio::awaitable<void> sleep_for(std::chrono::milliseconds duration) {
-    if (options.sleep) {
-      co_await options.sleep(duration);
-      co_return;
-    }
-    asio::steady_timer timer(co_await asio::this_coro::executor, duration);
-    co_await timer.async_wait(asio::use_awaitable);
-  }
+  asio::awaitable<void> sleep_for(std::chrono::milliseconds duration) { co_await pause_for(options.sleep, duration); }
 
   WriteOptions write_options(bool apply) const {
     WriteOptions write;
@@ -2245,10 +2238,11 @@ struct Engine::Impl {
     if (crd) {
       // A CRD is Established within moments; its CRs are waiting for it.
       policy.enabled = true;
-      defaults.initial_delay = std::chrono::milliseconds(50);
-      defaults.max_delay = std::chrono::milliseconds(1000);
+      defaults = prompt_wait_defaults(options.default_wait_timeout);
     }
-    auto outcome = co_await wait_until_ready(index, written, policy, defaults);
+    const ReadinessChecker checker = check_exists_ready;
+    const std::string goal = "ready";
+    auto outcome = co_await object_wait(slot).until(&written, checker, policy, defaults, goal);
     if (!outcome.ok()) {
       fail(index, outcome.error().message);
       co_return;
@@ -2258,176 +2252,16 @@ struct Engine::Impl {
     }
   }
 
-  static std::string duration_text(std::chrono::milliseconds duration) {
-    auto ms = duration.count();
-    if (ms >= 60'000 && ms % 60'000 == 0) {
-      return std::to_string(ms / 60'000) + " min";
-    }
-    if (ms >= 1000 && ms % 1000 == 0) {
-      return std::to_string(ms / 1000) + " s";
-    }
-    return std::to_string(ms) + " ms";
-  }
-
-  // Decides readiness from the object as read or watched; nullptr when it does not
-  // exist (404, or a DELETED event).
-  using Checker = std::function<ReadinessCheck(const json::Value* object)>;
-
-  static ReadinessCheck check_exists_ready(const json::Value* object) {
-    if (object == nullptr) {
-      return {Readiness::not_ready, "it was deleted while kstate waited"};
-    }
-    return check_ready(*object);
-  }
-
-  asio::awaitable<Status> wait_until_ready(std::size_t index, const json::Value& written, const manifests::Wait& policy,
-                                           const WaitDefaults& defaults) {
-    const Checker checker = check_exists_ready;
-    const std::string goal = "ready";
-    const json::Value* current = &written;
-    co_return co_await wait_until(index, current, checker, policy, defaults, goal);
-  }
-
-  // Waits until `checker` says ready, starting from `current` (nullptr: read it first).
-  // A time-bounded wait watches the object (one request, woken by each change); a wait
-  // counted in attempts polls, as MetalK8s does, and so does any wait when the watch
-  // is refused. Polls follow states/readiness' schedule with the injectable sleep.
-  asio::awaitable<Status> wait_until(std::size_t index, const json::Value* current, const Checker& checker,
-                                     const manifests::Wait& policy, const WaitDefaults& defaults,
-                                     const std::string& goal) {
-    Slot& slot = slots[index];
-    const std::string what = slot.ref.display();
-    json::Document first;
-    if (current == nullptr) {
-      auto got = co_await read(slot);
-      if (!got.ok() && got.error().kind != ErrorKind::not_found) {
-        co_return Error(got.error().kind, "cannot read " + what + ": " + got.error().describe());
-      }
-      if (got.ok()) {
-        first = std::move(got).value();
-        current = &first;
-      }
-    }
-    ReadinessCheck check = checker(current);
-    if (check.readiness == Readiness::ready) {
-      co_return ok_status();
-    }
-    if (check.readiness == Readiness::failed) {
-      co_return Error(ErrorKind::invalid, what + " will not become " + goal + ": " + check.reason);
-    }
-    WaitSchedule schedule = wait_schedule(policy, defaults);
-    auto started = Clock::now();
-    spdlog::info("waiting for {} to be {}: {}", what, goal, check.reason);
-    if (options.watch_waits && policy.attempts <= 0 && schedule.deadline) {
-      std::string version = current != nullptr ? resource_version(*current) : "";
-      auto watched = co_await watch_until(index, checker, check, version, started + *schedule.deadline);
-      if (watched == WatchOutcome::ready) {
-        co_return ok_status();
-      }
-      if (watched == WatchOutcome::failed) {
-        co_return Error(ErrorKind::invalid, what + " will not become " + goal + ": " + check.reason);
-      }
-      if (watched == WatchOutcome::timed_out) {
-        co_return Error(ErrorKind::timeout, "timed out after " + duration_text(*schedule.deadline) + " waiting for " +
-                                                what + " to be " + goal + ": " + check.reason);
-      }
-    }
-    for (std::chrono::milliseconds delay : schedule.delays) {
-      if (schedule.deadline && Clock::now() - started >= *schedule.deadline) {
-        break;
-      }
-      co_await sleep_for(delay);
-      auto got = co_await read(slot);
-      if (!got.ok() && got.error().kind != ErrorKind::not_found) {
-        check.reason = "it could not be read: " + got.error().describe();
-        continue;
-      }
-      check = checker(got.ok() ? &*got : nullptr);
-      if (check.readiness == Readiness::ready) {
-        co_return ok_status();
-      }
-      if (check.readiness == Readiness::failed) {
-        co_return Error(ErrorKind::invalid, what + " will not become " + goal + ": " + check.reason);
-      }
-    }
-    std::string bound = policy.attempts > 0 ? std::to_string(schedule.checks()) + " checks"
-                                            : duration_text(schedule.deadline.value_or(defaults.timeout));
-    co_return Error(ErrorKind::timeout,
-                    "timed out after " + bound + " waiting for " + what + " to be " + goal + ": " + check.reason);
-  }
-
-  enum class WatchOutcome { ready, failed, timed_out, unavailable };
-
-  // Watches one object (fieldSelector on its name) from `version` until `checker` says
-  // ready or failed, or `deadline` passes (the server ends each watch at its
-  // timeoutSeconds, so no client timer is needed). A watch that expired (410) is
-  // resumed from a fresh read; a refused watch answers unavailable. `check` keeps the
-  // last answer, for the message.
-  asio::awaitable<WatchOutcome> watch_until(std::size_t index, const Checker& checker, ReadinessCheck& check,
-                                            std::string version, Clock::time_point deadline) {
-    Slot& slot = slots[index];
-    int quiet_watches = 0;  // watches that ended before any event: a server ending them early
-    int resyncs = 0;        // watches refused in a row as too old (410)
-    while (true) {
-      if (quiet_watches >= 3 || resyncs >= 3) {
-        co_return WatchOutcome::unavailable;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        co_return WatchOutcome::timed_out;
-      }
-      ListOptions list;
-      list.field_selector = "metadata.name=" + slot.ref.name;
-      list.resource_version = version;
-      list.allow_watch_bookmarks = true;
-      list.timeout_seconds = std::max<std::int64_t>(1, (left.count() + 999) / 1000);
-      auto stream = co_await client.watch(*slot.resource, slot.ref.ns, list);
-      if (!stream.ok()) {
-        spdlog::debug("watch of {} refused ({}), polling instead", slot.ref.display(), stream.error().describe());
-        co_return WatchOutcome::unavailable;
-      }
-      bool resync = false;
-      ++quiet_watches;
-      while (!resync) {
-        auto event = co_await stream->next();
-        if (!event.ok() || !event->has_value()) {
-          break;  // ended (timeoutSeconds or a dropped connection): watch again from `version`
-        }
-        quiet_watches = 0;
-        const WatchEvent& change = **event;
-        if (change.type == WatchEventType::error) {
-          resync = true;  // typically 410 Gone: the version is too old to resume from
-          ++resyncs;
-          break;
-        }
-        resyncs = 0;
-        std::string seen = resource_version(change.object);
-        if (!seen.empty()) {
-          version = seen;
-        }
-        if (change.type == WatchEventType::bookmark) {
-          continue;
-        }
-        check = checker(change.type == WatchEventType::deleted ? nullptr : &change.object);
-        if (check.readiness != Readiness::not_ready) {
-          co_return check.readiness == Readiness::ready ? WatchOutcome::ready : WatchOutcome::failed;
-        }
-      }
-      if (resync) {
-        auto got = co_await read(slot);
-        if (!got.ok() && got.error().kind != ErrorKind::not_found) {
-          co_return WatchOutcome::unavailable;
-        }
-        // Watch again from "now": the object's own resourceVersion may be older than
-        // the history the server kept, and a watch without one starts with the
-        // object's current state (an ADDED event).
-        version.clear();
-        check = checker(got.ok() ? &*got : nullptr);
-        if (check.readiness != Readiness::not_ready) {
-          co_return check.readiness == Readiness::ready ? WatchOutcome::ready : WatchOutcome::failed;
-        }
-      }
-    }
+  // A wait for the slot's object (states/waits.hpp): its reads keep the state's warnings
+  // and go through served(), so that a path the server does not serve never reads as
+  // a missing object.
+  ObjectWait object_wait(Slot& slot) {
+    ObjectWait::Options wait_options;
+    wait_options.watch = options.watch_waits;
+    wait_options.sleep = options.sleep;
+    wait_options.take_read = [this, &slot](Result<json::Document> answer) { return served(slot, std::move(answer)); };
+    return ObjectWait(client.collecting_warnings(slot.warnings), *slot.resource, slot.ref.ns, slot.ref.name,
+                      slot.ref.display(), std::move(wait_options));
   }
 
   asio::awaitable<void> updated(std::size_t index) {
@@ -2493,19 +2327,8 @@ struct Engine::Impl {
   // created: it comes a moment after the namespace (typically 5-100 ms), so it is waited
   // for (watched, else polled) up to made_by_the_cluster_timeout, not reported missing.
   asio::awaitable<Result<const json::Value*>> made_by_the_cluster(std::size_t index) {
-    manifests::Wait policy;
-    policy.enabled = true;
-    WaitDefaults defaults;
-    defaults.timeout = made_by_the_cluster_timeout;
-    defaults.initial_delay = std::chrono::milliseconds(50);
-    defaults.max_delay = std::chrono::milliseconds(1000);
-    const Checker exists = [](const json::Value* object) {
-      return object != nullptr ? ReadinessCheck{Readiness::ready, ""}
-                               : ReadinessCheck{Readiness::not_ready,
-                                                "kube-controller-manager makes it in each new namespace, and has "
-                                                "not yet"};
-    };
-    auto waited = co_await wait_until(index, nullptr, exists, policy, defaults, "made");
+    const std::string why_absent = "kube-controller-manager makes it in each new namespace, and has not yet";
+    auto waited = co_await object_wait(slots[index]).until_exists(made_by_the_cluster_timeout, why_absent);
     if (!waited.ok()) {
       co_return Error(waited.error().kind, slots[index].ref.display() + " does not exist: " + waited.error().message);
     }
@@ -2578,16 +2401,7 @@ struct Engine::Impl {
   // `timeout` (watching, as readiness waits do). An object with another UID than the
   // one deleted is a new object: the deleted one is gone.
   asio::awaitable<Status> wait_gone(std::size_t index, const manifests::Wait& wait, const std::string& deleted_uid) {
-    manifests::Wait policy = wait;
-    policy.enabled = true;
-    WaitDefaults defaults;
-    defaults.timeout = options.default_wait_timeout;
-    defaults.initial_delay = std::chrono::milliseconds(200);
-    defaults.max_delay = std::chrono::seconds(5);
-    const Checker checker = [&deleted_uid](const json::Value* object) { return check_deleted(object, deleted_uid); };
-    const std::string goal = "deleted";
-    const json::Value* unknown = nullptr;  // read it first
-    co_return co_await wait_until(index, unknown, checker, policy, defaults, goal);
+    co_return co_await object_wait(slots[index]).until_gone(wait, options.default_wait_timeout, deleted_uid);
   }
 };
 
