@@ -21,6 +21,7 @@
 #include "states/adoption.hpp"
 #include "states/applyset.hpp"
 #include "states/compare.hpp"
+#include "states/crd_versions.hpp"
 #include "states/diff.hpp"
 #include "states/inventory.hpp"
 #include "states/normalize.hpp"
@@ -54,9 +55,6 @@ constexpr std::size_t max_warnings_per_state = 16;
 // How long an object_updated waits for an object kube-controller-manager makes in each
 // new namespace (ServiceAccount `default`, ConfigMap `kube-root-ca.crt`).
 constexpr std::chrono::milliseconds made_by_the_cluster_timeout{30000};
-// How long a state naming a version that this run's CRD update serves waits for the API
-// server's discovery to list it.
-constexpr std::chrono::milliseconds discovery_catch_up_timeout{30000};
 
 std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
   return std::string(json::string_or(json::find_path(object, path), ""));
@@ -217,12 +215,8 @@ struct Engine::Impl {
   // Namespaces this run created: kube-controller-manager makes its objects in them a
   // moment later (made_in_every_namespace). Their states require the Namespace's.
   std::set<std::string, std::less<>> namespaces_created;
-  // "group/Kind" -> the CRD (as it would be created), whose schema validates its CRs locally.
-  std::map<std::string, json::Document> pending_crd_kinds;
-  // "group/Kind" -> the CRD as this run would update it (test mode: the versions it adds
-  // are not served yet, so their CRs are validated locally against it too) or updated it
-  // (real mode: discovery may not list the versions it adds yet).
-  std::map<std::string, json::Document> updated_crd_kinds;
+  // The CRDs this run creates or updates, the server's, and discovery's lag behind them.
+  CrdVersions crd_versions;
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
   bool crd_established_since_refresh = false;
@@ -234,18 +228,9 @@ struct Engine::Impl {
   // Warning texts already logged by this run (each is logged once per run).
   std::set<std::string, std::less<>> logged_warnings;
   bool discovery_stale = false;  // a request found a path discovery listed not served (served())
-  // until_discovery_lists_version: the last read of discovery, whether one is under
-  // way, and when each version's wait ends ("group/version/Kind").
-  Clock::time_point discovery_read_at;
-  bool discovery_reading = false;
-  std::map<std::string, Clock::time_point> discovery_wait_deadlines;
-  // crd_of_kind: the LIST of CustomResourceDefinitions, once per run.
-  bool crd_list_started = false;
-  std::optional<Result<json::Document>> crd_list;
-  std::unique_ptr<Signal> crd_list_done;
 
   Impl(DynamicClient& c, KindResolver& r, const EngineOptions& o, std::vector<State>& s)
-      : client(c), resolver(r), options(o), states(s), slots(s.size()) {}
+      : client(c), resolver(r), options(o), states(s), slots(s.size()), crd_versions(c, r, o.sleep) {}
 
   static std::string live_key(const ApiResource& resource, const std::string& ns) {
     return resource.group + "/" + resource.version + "/" + resource.plural + "|" + ns;
@@ -1014,82 +999,6 @@ struct Engine::Impl {
     changes.Populate(one_member);
   }
 
-  // Whether discovery lists this group's kind in a version other than gvk's.
-  asio::awaitable<bool> listed_in_another_version(const GroupVersionKind& gvk) {
-    auto listed = co_await resolver.resources();
-    if (!listed.ok()) {
-      co_return true;  // cannot tell: look the CRD up
-    }
-    for (const ApiResource& resource : *listed) {
-      if (resource.group == gvk.group && resource.kind == gvk.kind && resource.version != gvk.version) {
-        co_return true;
-      }
-    }
-    co_return false;
-  }
-
-  // Whether a CRD read from the server serves its kinds: Established, and not being
-  // deleted (its custom resources go with it). One that does not holds none to delete.
-  static bool serves_kinds(const json::Value& crd) {
-    if (json::find_path(crd, {"metadata", "deletionTimestamp"}) != nullptr) {
-      return false;
-    }
-    if (const json::Value* conditions = json::find_path(crd, {"status", "conditions"});
-        conditions != nullptr && conditions->IsArray()) {
-      for (const auto& condition : conditions->GetArray()) {
-        if (string_at(condition, {"type"}) == "Established") {
-          return string_at(condition, {"status"}) == "True";
-        }
-      }
-    }
-    return false;
-  }
-
-  // The CRD that defines group/kind as the server has it now (nullptr: none), from one
-  // LIST of CustomResourceDefinitions per run, made by the first caller while the
-  // others wait.
-  asio::awaitable<Result<const json::Value*>> crd_of_kind(const std::string& group, const std::string& kind) {
-    if (!crd_list_started) {
-      crd_list_started = true;
-      GroupVersionKind crds{"apiextensions.k8s.io", "v1", "CustomResourceDefinition"};
-      try {
-        auto resource = co_await resolver.resolve(crds);
-        if (!resource.ok()) {
-          crd_list = resource.error();
-        } else {
-          ListOptions everything;
-          std::string cluster_scope;
-          crd_list = co_await client.list(*resource, cluster_scope, everything);
-        }
-      } catch (const std::exception& failure) {
-        crd_list = Error(ErrorKind::internal, failure.what());  // the waiters must not wait forever
-      }
-      if (crd_list_done) {
-        crd_list_done->notify();
-      }
-    }
-    while (!crd_list) {
-      if (!crd_list_done) {
-        crd_list_done = std::make_unique<Signal>(co_await asio::this_coro::executor);
-      }
-      co_await crd_list_done->wait();
-    }
-    if (!crd_list->ok()) {
-      co_return crd_list->error();
-    }
-    // (a second CRD claiming the same kind is never Established: the serving one wins)
-    const json::Value* found = nullptr;
-    if (const json::Value* items = json::find(crd_list->value(), "items"); items != nullptr && items->IsArray()) {
-      for (const auto& crd : items->GetArray()) {
-        if (string_at(crd, {"spec", "group"}) == group && string_at(crd, {"spec", "names", "kind"}) == kind &&
-            (found == nullptr || serves_kinds(crd))) {
-          found = &crd;
-        }
-      }
-    }
-    co_return found;
-  }
-
   // --- state functions --------------------------------------------------------
 
   void start_result(std::size_t index) {
@@ -1266,21 +1175,20 @@ struct Engine::Impl {
       co_await until_discovery_lists_version(index);
     }
     if (!slot.resource) {
-      const std::string kind_key = slot.ref.gvk.group + "/" + slot.ref.gvk.kind;
-      auto crd = pending_crd_kinds.find(kind_key);
-      if (options.test_mode && crd != pending_crd_kinds.end() && state.function != Function::object_absent) {
-        co_await pending_custom_resource(index, crd->second);
+      const json::Value* crd = crd_versions.created_crd(slot.ref.gvk);
+      if (options.test_mode && crd != nullptr && state.function != Function::object_absent) {
+        co_await pending_custom_resource(index, *crd);
         co_return;
       }
-      auto updated_crd = updated_crd_kinds.find(kind_key);
-      if (updated_crd != updated_crd_kinds.end() && slot.resolve_error->kind == ErrorKind::not_found) {
+      const json::Value* updated_crd = crd_versions.updated_crd(slot.ref.gvk);
+      if (updated_crd != nullptr && slot.resolve_error->kind == ErrorKind::not_found) {
         if (state.function == Function::object_absent) {
           // (test mode: the dry run's answer, which the server does not run yet)
-          co_await absent_in_version_added_by_update(index, updated_crd->second, options.test_mode);
+          co_await absent_in_version_added_by_update(index, *updated_crd, options.test_mode);
           co_return;
         }
         if (options.test_mode) {
-          version_added_by_update(index, updated_crd->second);
+          version_added_by_update(index, *updated_crd);
           co_return;
         }
       }
@@ -1290,12 +1198,12 @@ struct Engine::Impl {
         // lists the kind in another version, the CRD itself says whether this one is
         // served. A kind discovery does not list at all (an uninstalled operator's, a
         // removed built-in) costs no request.
-        const bool kind_listed = co_await listed_in_another_version(slot.ref.gvk);
+        const bool kind_listed = co_await crd_versions.listed_in_another_version(slot.ref.gvk);
         if (!kind_listed) {
           succeed(index, "already absent (the server has no kind " + slot.ref.gvk.qualified_kind() + ")");
           co_return;
         }
-        auto live_crd = co_await crd_of_kind(slot.ref.gvk.group, slot.ref.gvk.kind);
+        auto live_crd = co_await crd_versions.live_crd(slot.ref.gvk.group, slot.ref.gvk.kind);
         if (!live_crd.ok() && live_crd.error().kind == ErrorKind::forbidden) {
           // A user who may not list CRDs (namespaced rights only) sees what discovery
           // shows, as before this look-up.
@@ -1307,7 +1215,7 @@ struct Engine::Impl {
                           " exists: listing CustomResourceDefinitions: " + live_crd.error().describe());
           co_return;
         }
-        if (*live_crd != nullptr && serves_kinds(**live_crd)) {
+        if (*live_crd != nullptr && CrdVersions::serves_kinds(**live_crd)) {
           const bool dry_run_crd = false;
           co_await absent_in_version_added_by_update(index, **live_crd, dry_run_crd);
           co_return;
@@ -1397,12 +1305,12 @@ struct Engine::Impl {
       return LocalCheck{LocalCheck::Outcome::invalid, std::move(text)};
     };
     // A kind whose CRD this run creates or updates: that CRD's schema, as it will be.
-    for (const auto* crds : {&pending_crd_kinds, &updated_crd_kinds}) {
-      if (auto crd = crds->find(gvk.group + "/" + gvk.kind); crd != crds->end()) {
-        auto schema = crd_version_schema(crd->second, gvk.version);
+    for (const json::Value* crd : {crd_versions.created_crd(gvk), crd_versions.updated_crd(gvk)}) {
+      if (crd != nullptr) {
+        auto schema = crd_version_schema(*crd, gvk.version);
         if (schema.ok() && *schema != nullptr) {
           co_return verdict(validate_against_schema(object, **schema, completeness),
-                            "the schema of CustomResourceDefinition " + string_at(crd->second, {"metadata", "name"}));
+                            "the schema of CustomResourceDefinition " + string_at(*crd, {"metadata", "name"}));
         }
       }
     }
@@ -1416,7 +1324,7 @@ struct Engine::Impl {
                               ? "the server publishes no OpenAPI schema for " + gvk.api_version() + " " + gvk.kind
                               : published.error().describe();
     if (!gvk.group.empty()) {
-      auto crd = co_await crd_of_kind(gvk.group, gvk.kind);
+      auto crd = co_await crd_versions.live_crd(gvk.group, gvk.kind);
       if (crd.ok() && *crd != nullptr) {
         const std::string crd_name = string_at(**crd, {"metadata", "name"});
         auto schema = crd_version_schema(**crd, gvk.version);
@@ -1454,61 +1362,16 @@ struct Engine::Impl {
     if (!slot.resolve_error || slot.resolve_error->kind != ErrorKind::not_found) {
       co_return;
     }
-    auto crd = updated_crd_kinds.find(slot.ref.gvk.group + "/" + slot.ref.gvk.kind);
-    if (crd == updated_crd_kinds.end() || !crd_serves_version(crd->second, slot.ref.gvk.version)) {
+    if (!crd_versions.awaits_discovery(slot.ref.gvk)) {
       co_return;
     }
-    const std::string crd_name = string_at(crd->second, {"metadata", "name"});
-    // One deadline per version, set by its first state: the others do not wait again.
-    const auto [deadline, first] = discovery_wait_deadlines.try_emplace(
-        slot.ref.gvk.api_version() + "/" + slot.ref.gvk.kind, Clock::now() + discovery_catch_up_timeout);
-    if (first) {
-      spdlog::info("waiting for the API server's discovery to list {} (CustomResourceDefinition {} serves it)",
-                   slot.ref.gvk.qualified_kind(), crd_name);
+    auto listed = co_await crd_versions.until_discovery_lists(slot.ref.gvk);
+    if (!listed.ok()) {
+      slot.resolve_error = listed.error();
+      co_return;
     }
-    std::chrono::milliseconds pause{50};
-    while (true) {
-      auto resource = co_await resolver.resolve_known(slot.ref.gvk);
-      if (resource.ok()) {
-        co_await resolve(index);  // (found in what discovery answered: no request)
-        slot.result.name = slot.ref.display();
-        co_return;
-      }
-      if (Clock::now() >= deadline->second) {
-        break;
-      }
-      co_await sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
-      if (!discovery_reading && Clock::now() - discovery_read_at >= pause / 2) {
-        discovery_reading = true;  // one read at a time, shared by every waiting state
-        auto refreshed = co_await resolver.refresh();
-        discovery_reading = false;
-        discovery_read_at = Clock::now();
-        if (!refreshed.ok()) {
-          slot.resolve_error = refreshed.error();  // the cause, not "not listed yet"
-          co_return;
-        }
-      }
-    }
-    slot.resolve_error =
-        Error(ErrorKind::not_found, "version " + slot.ref.gvk.version + " of " + slot.ref.gvk.qualified_kind() +
-                                        ", which CustomResourceDefinition " + crd_name +
-                                        " serves, is not in the API server's discovery after " +
-                                        duration_text(discovery_catch_up_timeout) + ": run again once it lists it");
-  }
-
-  static bool crd_serves_version(const json::Value& crd, const std::string& version) {
-    const json::Value* versions = json::find_path(crd, {"spec", "versions"});
-    if (versions == nullptr || !versions->IsArray()) {
-      return false;
-    }
-    for (const auto& listed : versions->GetArray()) {
-      if (string_at(listed, {"name"}) == version) {
-        const json::Value* served = json::find(listed, "served");
-        return served != nullptr && served->IsBool() && served->GetBool();
-      }
-    }
-    return false;
+    co_await resolve(index);  // (found in what discovery answered: no request)
+    slot.result.name = slot.ref.display();
   }
 
   // Test mode: this run's update of the CRD adds the version this custom resource
@@ -1562,16 +1425,7 @@ struct Engine::Impl {
     const GroupVersionKind named = slot.ref.gvk;
     const std::string crd_name = string_at(crd, {"metadata", "name"});
     const json::Value* versions = json::find_path(crd, {"spec", "versions"});
-    const auto served_by_update = [&](const std::string& version) {
-      for (const auto& listed : versions->GetArray()) {
-        if (string_at(listed, {"name"}) == version) {
-          const json::Value* served = json::find(listed, "served");
-          return served != nullptr && served->IsBool() && served->GetBool();
-        }
-      }
-      return false;
-    };
-    if (versions == nullptr || !versions->IsArray() || !served_by_update(named.version)) {
+    if (versions == nullptr || !versions->IsArray() || !CrdVersions::serves_version(crd, named.version)) {
       succeed(index, "already absent (the server has no kind " + named.qualified_kind() + ")");
       co_return;
     }
@@ -1581,7 +1435,7 @@ struct Engine::Impl {
       // (served: false) before its discovery stops listing it, and a 404 from a version
       // no longer served is not an absent object. A dry-run answer is not run yet: the
       // server runs the CRD as it is now, so any version it lists reads the object.
-      if (name.empty() || name == named.version || (!dry_run_crd && !served_by_update(name))) {
+      if (name.empty() || name == named.version || (!dry_run_crd && !CrdVersions::serves_version(crd, name))) {
         continue;
       }
       GroupVersionKind served{named.group, name, named.kind};
@@ -2198,13 +2052,11 @@ struct Engine::Impl {
           pending_namespaces.insert(slot.ref.name);
         }
         if (is_crd(slot.ref.gvk)) {
-          pending_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
-              json::copy(object);
+          crd_versions.created(object);
         }
       } else if (is_crd(slot.ref.gvk)) {
         // As this run would update it (the dry run's answer): versions it adds.
-        updated_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
-            json::copy(object);
+        crd_versions.updated(object);
       }
       co_return;
     }
@@ -2214,8 +2066,7 @@ struct Engine::Impl {
       // discovery catch up, a moment later and not in step: until discovery lists one,
       // an object_absent naming it reads and deletes through another version the CRD
       // serves (dispatch). Not after a create: a new kind holds nothing yet.
-      updated_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
-          json::copy(object);
+      crd_versions.updated(object);
     }
     if (is_crd(slot.ref.gvk) || wants_wait(states[index].wait)) {
       co_await wait_ready(index, object);
