@@ -31,6 +31,7 @@
 #include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
 #include "states/requisites.hpp"
+#include "states/scheduler.hpp"
 #include "states/schema_validation.hpp"
 #include "states/state_id_label.hpp"
 #include "states/takeover.hpp"
@@ -683,7 +684,7 @@ struct Engine::Impl {
   }
 
   asio::awaitable<void> prefetch() {
-    co_await for_each_bounded(prefetch_work.size(), [&](std::size_t w) -> asio::awaitable<void> {
+    co_await for_each_bounded(prefetch_work.size(), options.concurrency, [&](std::size_t w) -> asio::awaitable<void> {
       const PrefetchWork& read = prefetch_work[w];
       if (read.across_namespaces) {
         co_await read_kind(read.pairs);
@@ -780,33 +781,6 @@ struct Engine::Impl {
   // --- bounded parallelism ----------------------------------------------------
 
   // Runs task(0..count-1) with at most options.concurrency in flight.
-  asio::awaitable<void> for_each_bounded(std::size_t count,
-                                         const std::function<asio::awaitable<void>(std::size_t)>& task) {
-    auto executor = co_await asio::this_coro::executor;
-    std::size_t next = 0;
-    std::size_t running = 0;
-    Signal all_done(executor);
-    std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
-    for (std::size_t w = 0; w < workers; ++w) {
-      ++running;
-      asio::co_spawn(
-          executor,
-          [&]() -> asio::awaitable<void> {
-            while (next < count) {
-              co_await task(next++);
-            }
-          },
-          [&](std::exception_ptr) {
-            if (--running == 0) {
-              all_done.notify();
-            }
-          });
-    }
-    while (running > 0) {
-      co_await all_done.wait();
-    }
-  }
-
   // What the ordering planner needs to know about each state.
   std::vector<PlanItem> plan_items() const {
     std::vector<PlanItem> items(states.size());
@@ -834,64 +808,17 @@ struct Engine::Impl {
     return items;
   }
 
-  // Walks the plan: a node starts once every node it waits for is done, at most
-  // options.concurrency states at a time; barrier nodes complete at once.
+  // Walks the plan (states/scheduler.hpp): a node starts once every node it waits for
+  // is done, at most options.concurrency states at a time; barrier nodes complete at once.
   asio::awaitable<void> run_plan(const Plan& plan) {
-    auto executor = co_await asio::this_coro::executor;
-    std::size_t count = plan.nodes.size();
-    std::vector<std::size_t> waiting_on(count, 0);
-    std::deque<std::size_t> ready;
-    for (std::size_t node = 0; node < count; ++node) {
-      waiting_on[node] = plan.nodes[node].requires_nodes.size() + plan.nodes[node].after_nodes.size();
-      if (waiting_on[node] == 0) {
-        ready.push_back(node);
+    // (a named function: GCC 12 mis-destroys temporaries bound to coroutine parameters)
+    const std::function<asio::awaitable<void>(std::size_t)> run_node =
+        [this, &plan](std::size_t node) -> asio::awaitable<void> {
+      if (node < plan.item_count && slots[node].selected) {
+        co_await execute(node, plan.nodes[node]);
       }
-    }
-    std::size_t finished = 0;
-    std::size_t running = 0;
-    // Wakes every idle worker when a node completes (its dependents may be ready).
-    Signal wakeup(executor);
-    Signal all_done(executor);
-    auto complete = [&](std::size_t node) {
-      ++finished;
-      for (std::size_t dependent : plan.dependents[node]) {
-        if (--waiting_on[dependent] == 0) {
-          ready.push_back(dependent);
-        }
-      }
-      wakeup.notify();
     };
-    std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
-    for (std::size_t w = 0; w < workers; ++w) {
-      ++running;
-      asio::co_spawn(
-          executor,
-          [&]() -> asio::awaitable<void> {
-            while (finished < count) {
-              if (ready.empty()) {
-                co_await wakeup.wait();
-                continue;
-              }
-              std::size_t node = ready.front();
-              ready.pop_front();
-              if (node < plan.item_count && slots[node].selected) {
-                co_await execute(node, plan.nodes[node]);
-              }
-              complete(node);
-            }
-          },
-          [&](std::exception_ptr failure) {
-            if (failure) {
-              spdlog::error("internal error in the states engine");
-            }
-            if (--running == 0) {
-              all_done.notify();
-            }
-          });
-    }
-    while (running > 0) {
-      co_await all_done.wait();
-    }
+    co_await states::run_plan(plan, options.concurrency, run_node);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i].selected && !slots[i].done) {
         start_result(i);
