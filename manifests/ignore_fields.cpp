@@ -5,6 +5,7 @@
 #include <rapidjson/pointer.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace kstate::manifests {
 namespace {
@@ -116,42 +117,192 @@ void leave_fields_to_others(json::Document& desired, const json::Value& live,
   }
 }
 
-bool owned_by_another_manager(const json::Value& live, const std::string& pointer, std::string_view field_manager) {
-  Pointer parsed(pointer.c_str(), pointer.size());
-  if (!parsed.IsValid() || parsed.GetTokenCount() == 0) {
+namespace {
+
+// Whether the managedFields path element `element` names `item`, the live list item at
+// `index`: "k:{...}" (an associative list: the item's key fields as a JSON object;
+// every one equals the live item's, which the server has defaulted), "v:<json>" (a set:
+// the item's value) or "i:<n>" (its position).
+bool names_item(std::string_view element, const json::Value& item, std::size_t index) {
+  if (element.size() < 2 || element[1] != ':' || (element[0] != 'k' && element[0] != 'v' && element[0] != 'i')) {
     return false;
   }
-  for (std::size_t i = 0; i < parsed.GetTokenCount(); ++i) {
-    if (parsed.GetTokens()[i].index != rapidjson::kPointerInvalidIndex) {
-      return false;  // a list item: its key in fieldsV1 depends on the list's merge keys
+  auto parsed = json::parse(element.substr(2));
+  if (!parsed.ok()) {
+    return false;
+  }
+  if (element[0] == 'v') {
+    return item == *parsed;
+  }
+  if (element[0] == 'i') {
+    return parsed->IsUint64() && parsed->GetUint64() == index;
+  }
+  if (!parsed->IsObject() || !item.IsObject()) {
+    return false;
+  }
+  return std::all_of(parsed->MemberBegin(), parsed->MemberEnd(), [&](const auto& key) {
+    const json::Value* value = json::find(item, std::string_view(key.name.GetString(), key.name.GetStringLength()));
+    return value != nullptr && *value == key.value;
+  });
+}
+
+// The path of `pointer` in `fields` (one managedFields entry's fieldsV1), element by
+// element ("f:webhooks", "k:{\"name\":\"a\"}", "f:clientConfig", ...): a number in the
+// pointer picks the item in `live`, and the element naming that item is looked for.
+// None when `fields` does not reach the pointer, or a number crosses no live list.
+std::optional<std::vector<std::string>> owned_path(const json::Value& fields, const json::Value& live,
+                                                   const Pointer& pointer) {
+  std::vector<std::string> path;
+  const json::Value* owned = &fields;
+  const json::Value* value = &live;
+  for (std::size_t i = 0; i < pointer.GetTokenCount(); ++i) {
+    const auto& token = pointer.GetTokens()[i];
+    if (!owned->IsObject()) {
+      return std::nullopt;
     }
+    if (value != nullptr && value->IsArray()) {
+      if (token.index == rapidjson::kPointerInvalidIndex || token.index >= value->Size()) {
+        return std::nullopt;
+      }
+      const json::Value& item = (*value)[token.index];
+      const auto named = std::find_if(owned->MemberBegin(), owned->MemberEnd(), [&](const auto& member) {
+        return names_item(std::string_view(member.name.GetString(), member.name.GetStringLength()), item, token.index);
+      });
+      if (named == owned->MemberEnd()) {
+        return std::nullopt;
+      }
+      path.emplace_back(named->name.GetString(), named->name.GetStringLength());
+      owned = &named->value;
+      value = &item;
+      continue;
+    }
+    if (token.index != rapidjson::kPointerInvalidIndex && (value == nullptr || !value->IsObject())) {
+      return std::nullopt;  // a number where the live object has nothing: a list item or a key, unknown
+    }
+    const std::string_view name(token.name, token.length);
+    path.push_back("f:" + std::string(name));
+    owned = json::find(*owned, path.back());
+    if (owned == nullptr) {
+      return std::nullopt;
+    }
+    value = value != nullptr && value->IsObject() ? json::find(*value, name) : nullptr;
   }
+  return path;
+}
+
+// The path of `pointer` in the fieldsV1 of a manager other than `field_manager`'s
+// Apply entry, or none.
+std::optional<std::vector<std::string>> path_owned_by_another_manager(const json::Value& live, const Pointer& pointer,
+                                                                      std::string_view field_manager) {
   const json::Value* entries = json::find_path(live, {"metadata", "managedFields"});
-  if (entries == nullptr || !entries->IsArray()) {
-    return false;
+  if (!pointer.IsValid() || pointer.GetTokenCount() == 0 || entries == nullptr || !entries->IsArray()) {
+    return std::nullopt;
   }
   for (const auto& entry : entries->GetArray()) {
     if (json::string_or(json::find(entry, "manager"), "") == field_manager &&
         json::string_or(json::find(entry, "operation"), "") == "Apply") {
       continue;
     }
-    const json::Value* fields = json::find(entry, "fieldsV1");
-    for (std::size_t i = 0; fields != nullptr && i < parsed.GetTokenCount(); ++i) {
-      const std::string key = "f:" + std::string(parsed.GetTokens()[i].name, parsed.GetTokens()[i].length);
-      fields = fields->IsObject() ? json::find(*fields, key) : nullptr;
-    }
-    if (fields != nullptr) {
-      return true;
+    if (const json::Value* fields = json::find(entry, "fieldsV1"); fields != nullptr) {
+      if (auto path = owned_path(*fields, live, pointer)) {
+        return path;
+      }
     }
   }
-  return false;
+  return std::nullopt;
+}
+
+// A key field a desired item may leave out and still be the live item: the server
+// defaults it before it computes the item's key (recording 34: a Service port without
+// protocol is k:{"port":80,"protocol":"TCP"}).
+bool is_server_default(std::string_view key_field, const json::Value& value) {
+  return key_field == "protocol" && value.IsString() && std::string_view(value.GetString()) == "TCP";
+}
+
+// The position in `desired_list` of the item the path element `element` names, or
+// none when no desired item or more than one is that item: then the field is not given
+// up and keeps its live value (safety first: removing it from another item would make
+// server-side apply drop or reset a field the manifest sets there). "k:": the desired
+// item whose key fields equal the element's (one left out only when it is the server's
+// default); "v:": the desired item with that value; "i:": the same position.
+std::optional<std::size_t> desired_item(const json::Value& desired_list, std::string_view element) {
+  auto parsed = json::parse(element.substr(2));
+  if (!parsed.ok() || !desired_list.IsArray()) {
+    return std::nullopt;
+  }
+  if (element[0] == 'i') {
+    if (parsed->IsUint64() && parsed->GetUint64() < desired_list.Size()) {
+      return static_cast<std::size_t>(parsed->GetUint64());
+    }
+    return std::nullopt;
+  }
+  const auto is_the_item = [&](const json::Value& item) {
+    if (element[0] == 'v') {
+      return item == *parsed;
+    }
+    return parsed->IsObject() && item.IsObject() &&
+           std::all_of(parsed->MemberBegin(), parsed->MemberEnd(), [&](const auto& key) {
+             const std::string_view key_field(key.name.GetString(), key.name.GetStringLength());
+             const json::Value* value = json::find(item, key_field);
+             return value != nullptr ? *value == key.value : is_server_default(key_field, key.value);
+           });
+  };
+  std::optional<std::size_t> found;
+  for (std::size_t i = 0; i < desired_list.Size(); ++i) {
+    if (is_the_item(desired_list[static_cast<rapidjson::SizeType>(i)])) {
+      if (found) {
+        return std::nullopt;  // ambiguous
+      }
+      found = i;
+    }
+  }
+  return found;
+}
+
+// Removes from `desired` the field `path` (managedFields elements) names: object
+// members by name, list items matched by desired_item. Nothing when a step is not in
+// `desired` or its item cannot be matched.
+void remove_owned_path(json::Value& desired, const std::vector<std::string>& path) {
+  json::Value* current = &desired;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    const std::string_view element(path[i]);
+    const bool last = i + 1 == path.size();
+    if (element.starts_with("f:")) {
+      const std::string_view name = element.substr(2);
+      json::Value* child = current->IsObject() ? json::find(*current, name) : nullptr;
+      if (child == nullptr) {
+        return;
+      }
+      if (last) {
+        current->EraseMember(current->FindMember(json::Value(rapidjson::StringRef(name.data(), name.size()))));
+        return;
+      }
+      current = child;
+      continue;
+    }
+    const auto index = desired_item(*current, element);
+    if (!index) {
+      return;
+    }
+    if (last) {
+      current->Erase(current->Begin() + *index);
+      return;
+    }
+    current = &(*current)[static_cast<rapidjson::SizeType>(*index)];
+  }
+}
+
+}  // namespace
+
+bool owned_by_another_manager(const json::Value& live, const std::string& pointer, std::string_view field_manager) {
+  return path_owned_by_another_manager(live, Pointer(pointer.c_str(), pointer.size()), field_manager).has_value();
 }
 
 void give_up_fields(json::Document& desired, const json::Value& live, const std::vector<std::string>& pointers,
                     std::string_view field_manager) {
   for (const auto& text : pointers) {
-    if (owned_by_another_manager(live, text, field_manager)) {
-      Pointer(text.c_str(), text.size()).Erase(desired);
+    if (auto path = path_owned_by_another_manager(live, Pointer(text.c_str(), text.size()), field_manager)) {
+      remove_owned_path(desired, *path);
     }
   }
 }

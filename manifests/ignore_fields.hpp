@@ -9,7 +9,11 @@
 // "already good" comparison leave it out, and kstate never writes because of it nor
 // puts back what the other writer set; and when kstate writes the object for another
 // change, the fields another manager owns leave the apply (give_up_fields), so that
-// kstate's field manager gives their ownership up. Pure logic with table tests.
+// kstate's field manager gives their ownership up. A pointer may cross list items
+// (`/webhooks/0/clientConfig/caBundle`): the number picks the item in the live object,
+// managedFields name that item by its key fields (`k:{"name":"a"}`), its value (`v:`)
+// or its position (`i:`), and the field leaves the desired item with the same key.
+// Pure logic with table tests.
 #pragma once
 
 #include <string>
@@ -56,13 +60,15 @@ void leave_fields_to_others(json::Document& desired, const json::Value& live, co
 // manager owns (in `live`'s metadata.managedFields) are removed from `desired`, so that
 // server-side apply takes kstate's ownership of them away and keeps the other writer's
 // value. A field only kstate owns keeps its live value (removing it would reset it).
-// Fields under a list item (a number in the pointer) are not looked up: they keep
-// their live value.
+// Under a list item (a number in the pointer), the number picks the item in `live`;
+// the field is removed from the desired item managedFields identify as that one (same
+// key fields, same value for a set, same position for `i:`); when no single desired
+// item is, the field keeps its live value (safety first: never touch another item).
 void give_up_fields(json::Document& desired, const json::Value& live, const std::vector<std::string>& pointers,
                     std::string_view field_manager);
 
 // Whether a manager other than `field_manager`'s Apply entry owns the field at
-// `pointer` according to `live`'s managedFields.
+// `pointer` (numbers pick items of `live`'s lists) according to `live`'s managedFields.
 bool owned_by_another_manager(const json::Value& live, const std::string& pointer, std::string_view field_manager);
 
 }  // namespace kstate::manifests

@@ -278,19 +278,13 @@ const std::vector<std::string_view> kFunctionNames = {"object_present", "object_
 const std::vector<std::string_view> kPropagations = {"Background", "Foreground", "Orphan"};
 const std::vector<std::string_view> kStrategies = {"apply", "replace", "create-only"};
 
-std::vector<std::string_view> arguments_of(Function function) {
-  switch (function) {
-    case Function::object_present:
-      return {"manifest", "source", "name",     "require",  "require_in", "onchanges",
-              "watch",    "wait",   "strategy", "recreate", "propagation"};
-    case Function::object_updated:
-      return {"manifest", "source", "name", "require", "require_in", "onchanges", "watch", "wait", "strategy"};
-    case Function::object_absent:
-      return {"manifest", "source",     "apiVersion", "kind",  "name", "namespace",
-              "require",  "require_in", "onchanges",  "watch", "wait", "propagation"};
-  }
-  return {};
+// The functions an argument applies to, as bits of ArgumentRule::functions.
+constexpr unsigned function_bit(Function function) {
+  return 1U << static_cast<unsigned>(function);
 }
+constexpr unsigned kPresent = function_bit(Function::object_present);
+constexpr unsigned kUpdated = function_bit(Function::object_updated);
+constexpr unsigned kAbsent = function_bit(Function::object_absent);
 
 // "Deployment/kube-system/coredns" or "ClusterRole/view" (no namespace given).
 std::string object_key(const json::Value& object) {
@@ -791,39 +785,185 @@ class Loader {
     TextPosition key_at;  // the argument's name
   };
 
+  // What a state's arguments say, filled as each is read: the explicit arguments, and
+  // where the object comes from (exactly one of an inline manifest, a manifest file, or
+  // for object_absent the object's apiVersion/kind/name/namespace).
+  struct StateArguments {
+    Arguments parsed;
+    const Argument* manifest = nullptr;
+    const Argument* source = nullptr;
+    const Argument* name_path = nullptr;  // present/updated's `name:` (MetalK8s): a manifest file
+    std::map<std::string_view, const Argument*> absent_fields;
+  };
+
+  // One argument of a state function: the functions that take it and how its value is
+  // read. The parser returns what is wrong with the value ("" when it is good). This one
+  // table drives the accepted names, their order in messages and their reading.
+  struct ArgumentRule {
+    std::string_view name;
+    unsigned functions;  // kPresent | kUpdated | kAbsent
+    std::string (*parse)(const Argument& argument, const std::string& path, StateArguments& into);
+  };
+
+  static std::string read_requisite(const Argument& argument, const std::string& path, StateArguments& into) {
+    std::string message;
+    return parse_requisite(*argument.value, path, requisite_list(into.parsed, argument.name), message) ? "" : message;
+  }
+  static std::string read_absent_field(const Argument& argument, const std::string&, StateArguments& into) {
+    if (!argument.value->IsString()) {
+      return std::string("expected a string, not a ") + type_name(*argument.value);
+    }
+    into.absent_fields[argument.name] = &argument;
+    return "";
+  }
+
+  static const std::vector<ArgumentRule>& argument_rules() {
+    static const std::vector<ArgumentRule> rules = {
+        {"manifest", kPresent | kUpdated | kAbsent,
+         [](const Argument& argument, const std::string&, StateArguments& into) -> std::string {
+           if (!argument.value->IsObject()) {
+             return std::string("expected a Kubernetes object (mapping), not a ") + type_name(*argument.value);
+           }
+           into.manifest = &argument;
+           return "";
+         }},
+        {"source", kPresent | kUpdated | kAbsent,
+         [](const Argument& argument, const std::string&, StateArguments& into) -> std::string {
+           if (!argument.value->IsString() || argument.value->GetStringLength() == 0) {
+             return "expected a file path (string)";
+           }
+           into.source = &argument;
+           return "";
+         }},
+        {"apiVersion", kAbsent, read_absent_field},
+        {"kind", kAbsent, read_absent_field},
+        {"name", kPresent | kUpdated | kAbsent,
+         [](const Argument& argument, const std::string& path, StateArguments& into) -> std::string {
+           if (into.parsed.function == Function::object_absent) {
+             return read_absent_field(argument, path, into);
+           }
+           // MetalK8s: the manifest's path (when no manifest is given; else only a label).
+           if (!argument.value->IsString() || argument.value->GetStringLength() == 0) {
+             return "expected a manifest file path (string)";
+           }
+           into.name_path = &argument;
+           return "";
+         }},
+        {"namespace", kAbsent, read_absent_field},
+        {"require", kPresent | kUpdated | kAbsent, read_requisite},
+        {"require_in", kPresent | kUpdated | kAbsent, read_requisite},
+        {"onchanges", kPresent | kUpdated | kAbsent, read_requisite},
+        {"watch", kPresent | kUpdated | kAbsent, read_requisite},
+        {"wait", kPresent | kUpdated | kAbsent,
+         [](const Argument& argument, const std::string&, StateArguments& into) -> std::string {
+           Wait wait;
+           std::string message;
+           if (!parse_wait(*argument.value, wait, message)) {
+             return message;
+           }
+           into.parsed.wait = wait;
+           return "";
+         }},
+        {"strategy", kPresent | kUpdated,
+         [](const Argument& argument, const std::string&, StateArguments& into) -> std::string {
+           const json::Value& value = *argument.value;
+           auto strategy = value.IsString() ? parse_strategy(view(value)) : std::nullopt;
+           if (!strategy) {
+             return "expected apply, replace or create-only" +
+                    (value.IsString() ? did_you_mean(view(value), kStrategies) : std::string());
+           }
+           into.parsed.strategy = *strategy;
+           return "";
+         }},
+        {"recreate", kPresent,
+         [](const Argument& argument, const std::string&, StateArguments& into) -> std::string {
+           if (!argument.value->IsBool()) {
+             return std::string("expected true or false, not a ") + type_name(*argument.value);
+           }
+           into.parsed.recreate = argument.value->GetBool();
+           return "";
+         }},
+        {"propagation", kPresent | kAbsent,
+         [](const Argument& argument, const std::string&, StateArguments& into) -> std::string {
+           const json::Value& value = *argument.value;
+           if (!value.IsString() ||
+               std::find(kPropagations.begin(), kPropagations.end(), view(value)) == kPropagations.end()) {
+             return "expected Background, Foreground or Orphan" +
+                    (value.IsString() ? did_you_mean(view(value), kPropagations) : std::string());
+           }
+           into.parsed.propagation = std::string(view(value));
+           return "";
+         }},
+    };
+    return rules;
+  }
+
+  static std::vector<std::string_view> arguments_of(Function function) {
+    std::vector<std::string_view> names;
+    for (const auto& rule : argument_rules()) {
+      if ((rule.functions & function_bit(function)) != 0) {
+        names.push_back(rule.name);
+      }
+    }
+    return names;
+  }
+
+  // A state entry (`ID: {function: arguments}`) in four steps: its function, its
+  // arguments as a list, each argument read by its rule, and the object it declares.
   void load_state_entry(std::string_view id_view, const json::Value& body, const YamlLocator& document_at,
                         const std::string& path, std::vector<std::string>& stack) {
     std::string id(id_view);
     TextPosition id_at = document_at.key_position(id);
     YamlLocator body_at = document_at.child(id);
+    auto function = state_function(body, body_at, path, id, id_at);
+    if (!function) {
+      return;
+    }
+    std::string_view function_name = view(body.MemberBegin()->name);
+    TextPosition function_at = body_at.key_position(function_name);
+    bool ok = true;
+    std::vector<Argument> arguments =
+        argument_list(body.MemberBegin()->value, body_at.child(function_name), path, id, ok);
+    StateArguments read;
+    read.parsed.function = *function;
+    ok = read_arguments(arguments, path, id, read) && ok;
+    if (!ok) {
+      return;
+    }
+    add_state_object(read, path, id, id_at, function_at, stack);
+  }
+
+  // Step 1: the one function the entry maps to its arguments (or an error, and none).
+  std::optional<Function> state_function(const json::Value& body, const YamlLocator& body_at, const std::string& path,
+                                         const std::string& id, TextPosition id_at) {
     const std::string functions_hint = "object_present, object_updated or object_absent";
     if (!body.IsObject() || body.MemberCount() == 0) {
       error(path, id_at, id,
             std::string("a state must map one function (") + functions_hint + ") to its arguments, not a " +
                 (body.IsObject() ? "empty mapping" : type_name(body)));
-      return;
+      return std::nullopt;
     }
     if (body.MemberCount() > 1) {
       error(path, id_at, id, "a state ID holds one function; found " + std::to_string(body.MemberCount()));
-      return;
+      return std::nullopt;
     }
-    const auto& function_member = *body.MemberBegin();
-    std::string_view function_name = view(function_member.name);
-    TextPosition function_at = body_at.key_position(function_name);
+    std::string_view function_name = view(body.MemberBegin()->name);
     auto function = parse_function(function_name);
     if (!function) {
       std::string_view bare =
           function_name.substr(function_name.rfind('.') == std::string_view::npos ? 0 : function_name.rfind('.') + 1);
-      error(path, function_at, id,
+      error(path, body_at.key_position(function_name), id,
             "unknown function \"" + std::string(function_name) + "\", expected " + functions_hint +
                 did_you_mean(bare, kFunctionNames));
-      return;
     }
-    // Arguments: a mapping, or Salt's list of one-key mappings.
+    return function;
+  }
+
+  // Step 2: the arguments, given as a mapping or as Salt's list of one-key mappings.
+  // A malformed list item is reported and `ok` cleared; the others are still read.
+  std::vector<Argument> argument_list(const json::Value& raw, const YamlLocator& raw_at, const std::string& path,
+                                      const std::string& id, bool& ok) {
     std::vector<Argument> arguments;
-    const json::Value& raw = function_member.value;
-    YamlLocator raw_at = body_at.child(function_name);
-    bool ok = true;
     if (raw.IsObject()) {
       for (const auto& member : raw.GetObject()) {
         arguments.push_back({view(member.name), &member.value, raw_at.child(view(member.name)),
@@ -846,126 +986,73 @@ class Loader {
     } else if (!raw.IsNull()) {
       error(path, raw_at.position(), id,
             std::string("arguments must be a mapping or a list of one-key mappings, not a ") + type_name(raw));
-      return;
+      ok = false;
     }
-    Arguments parsed;
-    parsed.function = *function;
-    const json::Value* manifest = nullptr;
-    YamlLocator manifest_at;
-    const Argument* source = nullptr;
-    const Argument* name_path = nullptr;
-    std::map<std::string_view, const Argument*> absent_fields;
+    return arguments;
+  }
+
+  // Step 3: each argument read by its rule; every problem is reported (false if any).
+  bool read_arguments(const std::vector<Argument>& arguments, const std::string& path, const std::string& id,
+                      StateArguments& read) {
+    const Function function = read.parsed.function;
+    bool ok = true;
     std::set<std::string_view> seen;
-    std::vector<std::string_view> allowed = arguments_of(*function);
     for (const auto& argument : arguments) {
       if (!seen.insert(argument.name).second) {
         error(path, argument.key_at, id, "argument \"" + std::string(argument.name) + "\" given twice");
         ok = false;
         continue;
       }
-      if (std::find(allowed.begin(), allowed.end(), argument.name) == allowed.end()) {
+      const auto& rules = argument_rules();
+      auto rule = std::find_if(rules.begin(), rules.end(), [&](const ArgumentRule& candidate) {
+        return candidate.name == argument.name && (candidate.functions & function_bit(function)) != 0;
+      });
+      if (rule == rules.end()) {
+        std::vector<std::string_view> allowed = arguments_of(function);
         error(path, argument.key_at, id,
-              "unknown argument \"" + std::string(argument.name) + "\" for " + to_string(*function) +
+              "unknown argument \"" + std::string(argument.name) + "\" for " + to_string(function) +
                   did_you_mean(argument.name, allowed) + "; accepted: " + strings::join(allowed, ", "));
         ok = false;
         continue;
       }
-      const json::Value& value = *argument.value;
-      auto fail = [&](std::string message) {
-        error(path, argument.at.position(), id, std::string(argument.name) + ": " + message);
+      std::string problem = rule->parse(argument, path, read);
+      if (!problem.empty()) {
+        error(path, argument.at.position(), id, std::string(argument.name) + ": " + problem);
         ok = false;
-      };
-      if (argument.name == "manifest") {
-        if (!value.IsObject()) {
-          fail(std::string("expected a Kubernetes object (mapping), not a ") + type_name(value));
-        } else {
-          manifest = &value;
-          manifest_at = argument.at;
-        }
-      } else if (argument.name == "source") {
-        if (!value.IsString() || value.GetStringLength() == 0) {
-          fail("expected a file path (string)");
-        } else {
-          source = &argument;
-        }
-      } else if (argument.name == "name" && *function != Function::object_absent) {
-        // MetalK8s: the manifest's path (when no manifest is given; else only a label).
-        if (!value.IsString() || value.GetStringLength() == 0) {
-          fail("expected a manifest file path (string)");
-        } else {
-          name_path = &argument;
-        }
-      } else if (argument.name == "apiVersion" || argument.name == "kind" || argument.name == "name" ||
-                 argument.name == "namespace") {
-        if (!value.IsString()) {
-          fail(std::string("expected a string, not a ") + type_name(value));
-        } else {
-          absent_fields[argument.name] = &argument;
-        }
-      } else if (std::find(std::begin(kRequisites), std::end(kRequisites), argument.name) != std::end(kRequisites)) {
-        std::string message;
-        if (!parse_requisite(value, path, requisite_list(parsed, argument.name), message)) {
-          fail(message);
-        }
-      } else if (argument.name == "wait") {
-        Wait wait;
-        std::string message;
-        if (!parse_wait(value, wait, message)) {
-          fail(message);
-        } else {
-          parsed.wait = wait;
-        }
-      } else if (argument.name == "strategy") {
-        auto strategy = value.IsString() ? parse_strategy(view(value)) : std::nullopt;
-        if (!strategy) {
-          fail("expected apply, replace or create-only" +
-               (value.IsString() ? did_you_mean(view(value), kStrategies) : std::string()));
-        } else {
-          parsed.strategy = *strategy;
-        }
-      } else if (argument.name == "recreate") {
-        if (!value.IsBool()) {
-          fail(std::string("expected true or false, not a ") + type_name(value));
-        } else {
-          parsed.recreate = value.GetBool();
-        }
-      } else if (argument.name == "propagation") {
-        if (!value.IsString() ||
-            std::find(kPropagations.begin(), kPropagations.end(), view(value)) == kPropagations.end()) {
-          fail("expected Background, Foreground or Orphan" +
-               (value.IsString() ? did_you_mean(view(value), kPropagations) : std::string()));
-        } else {
-          parsed.propagation = std::string(view(value));
-        }
       }
     }
-    if (name_path != nullptr && manifest == nullptr && source == nullptr) {
-      source = name_path;
+    return ok;
+  }
+
+  // Step 4: the object the state declares, from exactly one of its sources.
+  void add_state_object(StateArguments& read, const std::string& path, const std::string& id, TextPosition id_at,
+                        TextPosition function_at, std::vector<std::string>& stack) {
+    const Function function = read.parsed.function;
+    if (read.name_path != nullptr && read.manifest == nullptr && read.source == nullptr) {
+      read.source = read.name_path;
     }
-    int object_sources = (manifest != nullptr ? 1 : 0) + (source != nullptr ? 1 : 0) + (absent_fields.empty() ? 0 : 1);
-    if (ok && object_sources == 0) {
+    int object_sources =
+        (read.manifest != nullptr ? 1 : 0) + (read.source != nullptr ? 1 : 0) + (read.absent_fields.empty() ? 0 : 1);
+    if (object_sources == 0) {
       error(path, function_at, id,
-            std::string(to_string(*function)) + " needs " +
-                (*function == Function::object_absent ? "manifest, source, or apiVersion/kind/name"
-                                                      : "manifest, or source or name (a manifest file)"));
+            std::string(to_string(function)) + " needs " +
+                (function == Function::object_absent ? "manifest, source, or apiVersion/kind/name"
+                                                     : "manifest, or source or name (a manifest file)"));
       return;
     }
-    if (ok && object_sources > 1) {
+    if (object_sources > 1) {
       error(path, function_at, id,
             "give only one of manifest, source" +
-                std::string(*function == Function::object_absent ? " or apiVersion/kind/name" : ""));
-      return;
-    }
-    if (!ok) {
+                std::string(function == Function::object_absent ? " or apiVersion/kind/name" : ""));
       return;
     }
     SourcePosition declared{path, id_at.line, id_at.column};
-    if (manifest != nullptr) {
-      add_declared_object(*manifest, manifest_at, path, id, declared, parsed);
-    } else if (!absent_fields.empty()) {
-      add_absent_by_name(absent_fields, path, id, declared, parsed, function_at);
+    if (read.manifest != nullptr) {
+      add_declared_object(*read.manifest->value, read.manifest->at, path, id, declared, read.parsed);
+    } else if (!read.absent_fields.empty()) {
+      add_absent_by_name(read.absent_fields, path, id, declared, read.parsed, function_at);
     } else {
-      include_source(*source, path, id, declared, parsed, stack);
+      include_source(*read.source, path, id, declared, read.parsed, stack);
     }
   }
 

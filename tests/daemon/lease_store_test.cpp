@@ -122,7 +122,8 @@ TEST_CASE("lease store: a Lease read answered 404 page not found is an error, no
   kstate::daemon::KubernetesLeaseStore store(
       [&]() -> kstate::Result<kstate::DynamicClient*> { return client.value()->dynamic.get(); }, "kstate-test",
       "default");
-  emulator.set_faults(R"({"failNext": 1, "failCode": 404, "method": "GET", "pathPrefix": "/apis/coordination.k8s.io/"})");
+  emulator.set_faults(
+      R"({"failNext": 1, "failCode": 404, "method": "GET", "pathPrefix": "/apis/coordination.k8s.io/"})");
   auto unserved = kstate::run_sync(io, store.get());
   REQUIRE_FALSE(unserved);
   CHECK(unserved.error().resource_not_served);

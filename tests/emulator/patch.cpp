@@ -31,6 +31,12 @@ std::vector<std::string> list_merge_keys(std::string_view field_name, const json
     }
     return {};
   }
+  if (field_name == "webhooks") {
+    // Mutating/ValidatingWebhookConfiguration: +listType=map +listMapKey=name
+    // (patchMergeKey name), so a caBundle a cainjector writes is its own field of one
+    // item, k:{"name":...}, as with containers.
+    return {"name"};
+  }
   if (field_name == "volumeMounts") {
     return {"mountPath"};
   }

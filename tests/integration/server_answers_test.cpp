@@ -283,10 +283,12 @@ TEST_CASE("an ApplySet parent read answered 404 page not found is an error, not 
   // inventory: never pruned again.
   Cluster cluster;
   const std::string dir = cluster.manifest_dir("set");
-  write_file(std::filesystem::path(dir) / "one.yaml", "apiVersion: v1\nkind: ConfigMap\n"
-                                                      "metadata: {name: one, namespace: default}\ndata: {a: '1'}\n");
-  write_file(std::filesystem::path(dir) / "two.yaml", "apiVersion: v1\nkind: ConfigMap\n"
-                                                      "metadata: {name: two, namespace: default}\ndata: {a: '2'}\n");
+  write_file(std::filesystem::path(dir) / "one.yaml",
+             "apiVersion: v1\nkind: ConfigMap\n"
+             "metadata: {name: one, namespace: default}\ndata: {a: '1'}\n");
+  write_file(std::filesystem::path(dir) / "two.yaml",
+             "apiVersion: v1\nkind: ConfigMap\n"
+             "metadata: {name: two, namespace: default}\ndata: {a: '2'}\n");
   REQUIRE(cluster.apply(dir, {"--applyset-name", "mine", "--prune"}).exit_code == 0);
   std::filesystem::remove(std::filesystem::path(dir) / "two.yaml");
 
@@ -306,15 +308,18 @@ TEST_CASE("an ApplySet parent read answered 404 page not found is an error, not 
   CHECK(!cluster.get("/api/v1/namespaces/default/configmaps/one").IsNull());
 }
 
-TEST_CASE("a prune candidate's read or delete answered 404 page not found keeps it recorded, and a later run prunes it") {
+TEST_CASE(
+    "a prune candidate's read or delete answered 404 page not found keeps it recorded, and a later run prunes it") {
   const std::string method = GENERATE(std::string("GET"), std::string("DELETE"));
   INFO("answered 404 page not found: " << method);
   Cluster cluster;
   const std::string dir = cluster.manifest_dir("set");
-  write_file(std::filesystem::path(dir) / "one.yaml", "apiVersion: v1\nkind: ConfigMap\n"
-                                                      "metadata: {name: one, namespace: default}\ndata: {a: '1'}\n");
-  write_file(std::filesystem::path(dir) / "two.yaml", "apiVersion: v1\nkind: ConfigMap\n"
-                                                      "metadata: {name: two, namespace: default}\ndata: {a: '2'}\n");
+  write_file(std::filesystem::path(dir) / "one.yaml",
+             "apiVersion: v1\nkind: ConfigMap\n"
+             "metadata: {name: one, namespace: default}\ndata: {a: '1'}\n");
+  write_file(std::filesystem::path(dir) / "two.yaml",
+             "apiVersion: v1\nkind: ConfigMap\n"
+             "metadata: {name: two, namespace: default}\ndata: {a: '2'}\n");
   REQUIRE(cluster.apply(dir, {"--applyset-name", "mine", "--prune"}).exit_code == 0);
   std::filesystem::remove(std::filesystem::path(dir) / "two.yaml");
 

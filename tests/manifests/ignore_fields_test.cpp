@@ -104,7 +104,7 @@ TEST_CASE("give_up_fields: a field another manager owns leaves the apply; one on
       {"/spec/replicas", true},                           // the autoscaler's
       {"/spec/paused", false},                            // only kstate's apply
       {"/metadata/annotations/note", true},               // kstate's own Update entry is another manager's write
-      {"/spec/template/spec/containers/0/image", false},  // under a list: not looked up
+      {"/spec/template/spec/containers/0/image", false},  // no such list in the live object
       {"/spec/missing", false},
   };
   for (const auto& test : cases) {
@@ -114,6 +114,106 @@ TEST_CASE("give_up_fields: a field another manager owns leaves the apply; one on
   json::Document desired = parse(R"({"spec":{"replicas":5,"paused":false}})");
   give_up_fields(desired, live, {"/spec/replicas", "/spec/paused"}, "kstate");
   CHECK(json::dump(desired) == R"({"spec":{"paused":false}})");
+}
+
+// An object whose lists other managers write into: cert-manager's cainjector owns
+// webhook b's caBundle, a sidecar injector owns the istio-proxy container and the web
+// container's hostPort, another controller a finalizer (a set) and the second item of
+// a positional list.
+const char* const kListsLive = R"({"metadata":{"finalizers":["kstate.io/x","other.io/y"],"managedFields":[
+  {"manager":"kstate","operation":"Apply","fieldsV1":{
+    "f:metadata":{"f:finalizers":{"v:\"kstate.io/x\"":{}}},
+    "f:webhooks":{
+      "k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:clientConfig":{"f:caBundle":{},"f:service":{"f:name":{}}}},
+      "k:{\"name\":\"b\"}":{".":{},"f:name":{},"f:clientConfig":{"f:service":{"f:name":{}}}}},
+    "f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:name":{},"f:image":{},
+      "f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{}}}}}}}}}},
+  {"manager":"cert-manager-cainjector","operation":"Update","fieldsV1":{
+    "f:webhooks":{"k:{\"name\":\"b\"}":{"f:clientConfig":{"f:caBundle":{}}}}}},
+  {"manager":"sidecar-injector","operation":"Update","fieldsV1":{"f:spec":{"f:template":{"f:spec":{"f:containers":{
+    "k:{\"name\":\"istio-proxy\"}":{".":{},"f:name":{},"f:image":{}},
+    "k:{\"name\":\"web\"}":{"f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{"f:hostPort":{}}}}}}}}}},
+  {"manager":"other-controller","operation":"Update","fieldsV1":{
+    "f:metadata":{"f:finalizers":{"v:\"other.io/y\"":{}}},
+    "f:spec":{"f:positional":{"i:1":{"f:x":{}}}}}}]},
+  "webhooks":[{"name":"a","clientConfig":{"caBundle":"QQ==","service":{"name":"a"}}},
+              {"name":"b","clientConfig":{"caBundle":"Qg==","service":{"name":"b"}}}],
+  "spec":{"positional":[{"x":1},{"x":2}],"template":{"spec":{"containers":[
+    {"name":"web","image":"web:1","ports":[{"containerPort":80,"protocol":"TCP","hostPort":8080}]},
+    {"name":"istio-proxy","image":"proxy:1"}]}}}})";
+
+TEST_CASE("owned_by_another_manager: a number picks the live item, managedFields name it by key, value or position",
+          "[ignore-fields]") {
+  json::Document live = parse(kListsLive);
+  struct Case {
+    const char* pointer;
+    bool owned_by_another;
+  };
+  const std::vector<Case> cases = {
+      {"/webhooks/1/clientConfig/caBundle", true},   // k:{"name":"b"}: the cainjector's
+      {"/webhooks/0/clientConfig/caBundle", false},  // webhook a's: only kstate's apply
+      {"/webhooks/1/clientConfig/service", false},
+      {"/webhooks/2/clientConfig/caBundle", false},  // no such live item
+      {"/webhooks/b/clientConfig/caBundle", false},  // a list is indexed by number
+      {"/spec/template/spec/containers/1", true},    // the injected container itself
+      {"/spec/template/spec/containers/1/image", true},
+      {"/spec/template/spec/containers/0/image", false},
+      {"/spec/template/spec/containers/0/ports/0/hostPort", true},  // a key of two fields, in a list item
+      {"/spec/template/spec/containers/0/ports/0/containerPort", false},
+      {"/metadata/finalizers/1", true},  // v:"other.io/y"
+      {"/metadata/finalizers/0", false},
+      {"/spec/positional/1/x", true},  // i:1
+      {"/spec/positional/0/x", false},
+  };
+  for (const auto& test : cases) {
+    INFO(test.pointer);
+    CHECK(owned_by_another_manager(live, test.pointer, "kstate") == test.owned_by_another);
+  }
+}
+
+TEST_CASE("give_up_fields: under a list item, the field leaves the desired item with the same key, or stays",
+          "[ignore-fields]") {
+  json::Document live = parse(kListsLive);
+  struct Case {
+    const char* name;
+    const char* pointer;
+    const char* desired;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"the manifest lists the webhooks in another order: b's caBundle leaves b", "/webhooks/1/clientConfig/caBundle",
+       R"({"webhooks":[{"name":"b","clientConfig":{"caBundle":"Qg==","service":{"name":"b"}}},{"name":"a","clientConfig":{"caBundle":"QQ=="}}]})",
+       R"({"webhooks":[{"name":"b","clientConfig":{"service":{"name":"b"}}},{"name":"a","clientConfig":{"caBundle":"QQ=="}}]})"},
+      {"no desired item is b: nothing changes", "/webhooks/1/clientConfig/caBundle",
+       R"({"webhooks":[{"name":"a","clientConfig":{"caBundle":"QQ=="}}]})",
+       R"({"webhooks":[{"name":"a","clientConfig":{"caBundle":"QQ=="}}]})"},
+      {"two desired items are b: ambiguous, the live value stays", "/webhooks/1/clientConfig/caBundle",
+       R"({"webhooks":[{"name":"b","clientConfig":{"caBundle":"Qg=="}},{"name":"b","clientConfig":{"caBundle":"Qg=="}}]})",
+       R"({"webhooks":[{"name":"b","clientConfig":{"caBundle":"Qg=="}},{"name":"b","clientConfig":{"caBundle":"Qg=="}}]})"},
+      {"a field only kstate owns stays", "/webhooks/0/clientConfig/caBundle",
+       R"({"webhooks":[{"name":"a","clientConfig":{"caBundle":"QQ=="}}]})",
+       R"({"webhooks":[{"name":"a","clientConfig":{"caBundle":"QQ=="}}]})"},
+      {"a port without protocol is the TCP one the server defaulted",
+       "/spec/template/spec/containers/0/ports/0/hostPort",
+       R"({"spec":{"template":{"spec":{"containers":[{"name":"web","ports":[{"containerPort":80,"hostPort":8080}]}]}}}})",
+       R"({"spec":{"template":{"spec":{"containers":[{"name":"web","ports":[{"containerPort":80}]}]}}}})"},
+      {"a UDP port is another item", "/spec/template/spec/containers/0/ports/0/hostPort",
+       R"({"spec":{"template":{"spec":{"containers":[{"name":"web","ports":[{"containerPort":80,"protocol":"UDP","hostPort":8080}]}]}}}})",
+       R"({"spec":{"template":{"spec":{"containers":[{"name":"web","ports":[{"containerPort":80,"protocol":"UDP","hostPort":8080}]}]}}}})"},
+      {"an injected container the manifest also lists leaves it", "/spec/template/spec/containers/1",
+       R"({"spec":{"template":{"spec":{"containers":[{"name":"istio-proxy","image":"proxy:1"},{"name":"web"}]}}}})",
+       R"({"spec":{"template":{"spec":{"containers":[{"name":"web"}]}}}})"},
+      {"a set item by value", "/metadata/finalizers/1", R"({"metadata":{"finalizers":["other.io/y","kstate.io/x"]}})",
+       R"({"metadata":{"finalizers":["kstate.io/x"]}})"},
+      {"a positional item by position", "/spec/positional/1/x", R"({"spec":{"positional":[{"x":1},{"x":2}]}})",
+       R"({"spec":{"positional":[{"x":1},{}]}})"},
+  };
+  for (const auto& test : cases) {
+    INFO(test.name);
+    json::Document desired = parse(test.desired);
+    give_up_fields(desired, live, {test.pointer}, "kstate");
+    CHECK(json::dump(desired) == test.expected);
+  }
 }
 
 }  // namespace ignore_fields_test

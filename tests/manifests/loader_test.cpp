@@ -352,6 +352,43 @@ e:
   CHECK(result.states.empty());
 }
 
+TEST_CASE("State arguments: each function accepts its own, every problem of an entry is reported", "[loader][states]") {
+  struct Case {
+    const char* text;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"a:\n  object_updated:\n    manifest: {apiVersion: v1, kind: Namespace, metadata: {name: a}}\n"
+       "    recreate: true\n",
+       {"s.yaml:4:5: a: unknown argument \"recreate\" for object_updated; accepted: manifest, source, name, require, "
+        "require_in, onchanges, watch, wait, strategy"}},
+      {"a:\n  object_absent:\n    kind: Namespace\n    name: a\n    strategy: apply\n",
+       {"s.yaml:5:5: a: unknown argument \"strategy\" for object_absent; accepted: manifest, source, apiVersion, "
+        "kind, name, namespace, require, require_in, onchanges, watch, wait, propagation"}},
+      {"a:\n  object_present:\n    - manifest: {apiVersion: v1, kind: Namespace, metadata: {name: a}}\n"
+       "    - just-a-string\n    - recreate: maybe\n    - recreate: true\n",
+       {"s.yaml:4:7: a: each argument in the list form must be a one-key mapping (- name: value)",
+        "s.yaml:5:17: a: recreate: expected true or false, not a string",
+        "s.yaml:6:7: a: argument \"recreate\" given twice"}},
+      {"a:\n  object_absent:\n    apiVersion: 1\n    kind: Namespace\n    name: a\n    propagation: background\n",
+       {"s.yaml:3:17: a: apiVersion: expected a string, not a number",
+        "s.yaml:6:18: a: propagation: expected Background, Foreground or Orphan (did you mean \"Background\"?)"}},
+      {"a:\n  object_present: [1, 2]\n",
+       {"s.yaml:2:20: a: each argument in the list form must be a one-key mapping "
+        "(- name: value)",
+        "s.yaml:2:23: a: each argument in the list form must be a one-key mapping "
+        "(- name: value)"}},
+      {"a:\n  object_present: 3\n",
+       {"s.yaml:2:19: a: arguments must be a mapping or a list of one-key mappings, not a number"}},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    LoadResult result = load_text(c.text, "s.yaml");
+    CHECK(messages(result) == c.expected);
+    CHECK(result.states.empty());
+  }
+}
+
 TEST_CASE("Cross-state checks: duplicate IDs, conflicting objects, unknown require", "[loader][states]") {
   TempDir dir;
   dir.write("a.yaml", std::string(kConfigMap) + R"(---

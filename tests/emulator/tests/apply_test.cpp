@@ -136,6 +136,34 @@ TEST_CASE("apply merges list items by merge key and keeps items owned by others"
       std::string::npos);
 }
 
+TEST_CASE("webhooks are a list keyed by name: a caBundle patched in is the patcher's field of that item alone") {
+  Harness h;
+  const std::string path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/hook?fieldManager=";
+  const std::string hook = R"(apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: hook
+webhooks:
+  - name: a.example.com
+    clientConfig:
+      service: {name: a, namespace: default}
+      caBundle: Cg==
+    sideEffects: None
+    admissionReviewVersions: [v1]
+)";
+  REQUIRE(h.apply(path + "alice", hook).status == 201);
+  REQUIRE(h.call("PATCH", path + "cainjector",
+                 R"([{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"QQ=="}])",
+                 "application/json-patch+json")
+              .status == 200);
+  auto stored = parse(h.get("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/hook"));
+  CHECK(json::dump(*json::find(*manager_entry(stored, "cainjector"), "fieldsV1")) ==
+        R"({"f:webhooks":{"k:{\"name\":\"a.example.com\"}":{"f:clientConfig":{"f:caBundle":{}}}}})");
+  const std::string alice = json::dump(*json::find(*manager_entry(stored, "alice"), "fieldsV1"));
+  CHECK(alice.find(R"("k:{\"name\":\"a.example.com\"}")") != std::string::npos);
+  CHECK(alice.find("f:caBundle") == std::string::npos);  // the update took it
+}
+
 TEST_CASE("apply with dryRun=All returns the merged object and stores nothing") {
   Harness h;
   REQUIRE(h.apply(kObject + "?fieldManager=alice", applied("  a: \"1\"\n")).status == 201);
