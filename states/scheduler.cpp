@@ -14,37 +14,43 @@
 namespace kstate::states {
 namespace {
 
-std::size_t worker_count(std::size_t count, int concurrency) {
-  return std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, concurrency)));
+using Worker = std::function<asio::awaitable<void>()>;
+
+// Runs min(count, concurrency) copies of `worker` on the caller's executor and returns
+// once every one has ended. `log_failure`: a worker that threw is logged.
+asio::awaitable<void> run_workers(std::size_t count, int concurrency, const Worker& worker, bool log_failure) {
+  auto executor = co_await asio::this_coro::executor;
+  std::size_t running = 0;
+  Signal all_done(executor);
+  const std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, concurrency)));
+  for (std::size_t w = 0; w < workers; ++w) {
+    ++running;
+    asio::co_spawn(executor, worker, [&](std::exception_ptr failure) {
+      if (failure && log_failure) {
+        spdlog::error("internal error in the states engine");
+      }
+      if (--running == 0) {
+        all_done.notify();
+      }
+    });
+  }
+  while (running > 0) {
+    co_await all_done.wait();
+  }
 }
 
 }  // namespace
 
 asio::awaitable<void> for_each_bounded(std::size_t count, int concurrency,
                                        const std::function<asio::awaitable<void>(std::size_t)>& task) {
-  auto executor = co_await asio::this_coro::executor;
   std::size_t next = 0;
-  std::size_t running = 0;
-  Signal all_done(executor);
-  const std::size_t workers = worker_count(count, concurrency);
-  for (std::size_t w = 0; w < workers; ++w) {
-    ++running;
-    asio::co_spawn(
-        executor,
-        [&]() -> asio::awaitable<void> {
-          while (next < count) {
-            co_await task(next++);
-          }
-        },
-        [&](std::exception_ptr) {
-          if (--running == 0) {
-            all_done.notify();
-          }
-        });
-  }
-  while (running > 0) {
-    co_await all_done.wait();
-  }
+  const Worker worker = [&]() -> asio::awaitable<void> {
+    while (next < count) {
+      co_await task(next++);
+    }
+  };
+  const bool log_failure = false;
+  co_await run_workers(count, concurrency, worker, log_failure);
 }
 
 asio::awaitable<void> run_plan(const Plan& plan, int concurrency,
@@ -60,10 +66,8 @@ asio::awaitable<void> run_plan(const Plan& plan, int concurrency,
     }
   }
   std::size_t finished = 0;
-  std::size_t running = 0;
   // Wakes every idle worker when a node completes (its dependents may be ready).
   Signal wakeup(executor);
-  Signal all_done(executor);
   auto complete = [&](std::size_t node) {
     ++finished;
     for (std::size_t dependent : plan.dependents[node]) {
@@ -73,35 +77,20 @@ asio::awaitable<void> run_plan(const Plan& plan, int concurrency,
     }
     wakeup.notify();
   };
-  const std::size_t workers = worker_count(count, concurrency);
-  for (std::size_t w = 0; w < workers; ++w) {
-    ++running;
-    asio::co_spawn(
-        executor,
-        [&]() -> asio::awaitable<void> {
-          while (finished < count) {
-            if (ready.empty()) {
-              co_await wakeup.wait();
-              continue;
-            }
-            std::size_t node = ready.front();
-            ready.pop_front();
-            co_await run_node(node);
-            complete(node);
-          }
-        },
-        [&](std::exception_ptr failure) {
-          if (failure) {
-            spdlog::error("internal error in the states engine");
-          }
-          if (--running == 0) {
-            all_done.notify();
-          }
-        });
-  }
-  while (running > 0) {
-    co_await all_done.wait();
-  }
+  const Worker worker = [&]() -> asio::awaitable<void> {
+    while (finished < count) {
+      if (ready.empty()) {
+        co_await wakeup.wait();
+        continue;
+      }
+      std::size_t node = ready.front();
+      ready.pop_front();
+      co_await run_node(node);
+      complete(node);
+    }
+  };
+  const bool log_failure = true;
+  co_await run_workers(count, concurrency, worker, log_failure);
 }
 
 }  // namespace kstate::states
