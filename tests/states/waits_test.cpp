@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/api_resources.hpp"
 #include "tests/support/fake_transport.hpp"
 
 namespace waits_test {
@@ -19,15 +20,6 @@ using states::ReadinessCheck;
 using std::chrono::milliseconds;
 
 namespace {
-
-ApiResource configmaps() {
-  ApiResource resource;
-  resource.version = "v1";
-  resource.kind = "ConfigMap";
-  resource.plural = "configmaps";
-  resource.namespaced = true;
-  return resource;
-}
 
 std::string config_map(const std::string& ready, int version, const std::string& uid = "uid-1") {
   return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","namespace":"default","uid":")" + uid +
@@ -67,7 +59,7 @@ std::string query_value(const Request& request, const std::string& key) {
 struct Harness {
   FakeTransport fake;
   DynamicClient client{fake};
-  ApiResource resource = configmaps();
+  ApiResource resource = kstate::testing::configmaps_resource();
   std::vector<milliseconds> slept;
   boost::asio::io_context io;
 
