@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <deque>
@@ -22,6 +21,7 @@
 #include "states/adoption.hpp"
 #include "states/applyset.hpp"
 #include "states/compare.hpp"
+#include "states/crd_versions.hpp"
 #include "states/diff.hpp"
 #include "states/inventory.hpp"
 #include "states/normalize.hpp"
@@ -31,9 +31,11 @@
 #include "states/read_ahead.hpp"
 #include "states/readiness.hpp"
 #include "states/requisites.hpp"
+#include "states/scheduler.hpp"
 #include "states/schema_validation.hpp"
 #include "states/state_id_label.hpp"
 #include "states/takeover.hpp"
+#include "states/waits.hpp"
 
 namespace kstate::states {
 namespace {
@@ -54,9 +56,6 @@ constexpr std::size_t max_warnings_per_state = 16;
 // How long an object_updated waits for an object kube-controller-manager makes in each
 // new namespace (ServiceAccount `default`, ConfigMap `kube-root-ca.crt`).
 constexpr std::chrono::milliseconds made_by_the_cluster_timeout{30000};
-// How long a state naming a version that this run's CRD update serves waits for the API
-// server's discovery to list it.
-constexpr std::chrono::milliseconds discovery_catch_up_timeout{30000};
 
 std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
   return std::string(json::string_or(json::find_path(object, path), ""));
@@ -217,12 +216,8 @@ struct Engine::Impl {
   // Namespaces this run created: kube-controller-manager makes its objects in them a
   // moment later (made_in_every_namespace). Their states require the Namespace's.
   std::set<std::string, std::less<>> namespaces_created;
-  // "group/Kind" -> the CRD (as it would be created), whose schema validates its CRs locally.
-  std::map<std::string, json::Document> pending_crd_kinds;
-  // "group/Kind" -> the CRD as this run would update it (test mode: the versions it adds
-  // are not served yet, so their CRs are validated locally against it too) or updated it
-  // (real mode: discovery may not list the versions it adds yet).
-  std::map<std::string, json::Document> updated_crd_kinds;
+  // The CRDs this run creates or updates, the server's, and discovery's lag behind them.
+  CrdVersions crd_versions;
   // Test mode: objects an object_present of this run would create ("Kind/ns/name").
   std::set<std::string> pending_objects;
   bool crd_established_since_refresh = false;
@@ -234,31 +229,15 @@ struct Engine::Impl {
   // Warning texts already logged by this run (each is logged once per run).
   std::set<std::string, std::less<>> logged_warnings;
   bool discovery_stale = false;  // a request found a path discovery listed not served (served())
-  // until_discovery_lists_version: the last read of discovery, whether one is under
-  // way, and when each version's wait ends ("group/version/Kind").
-  Clock::time_point discovery_read_at;
-  bool discovery_reading = false;
-  std::map<std::string, Clock::time_point> discovery_wait_deadlines;
-  // crd_of_kind: the LIST of CustomResourceDefinitions, once per run.
-  bool crd_list_started = false;
-  std::optional<Result<json::Document>> crd_list;
-  std::unique_ptr<Signal> crd_list_done;
 
   Impl(DynamicClient& c, KindResolver& r, const EngineOptions& o, std::vector<State>& s)
-      : client(c), resolver(r), options(o), states(s), slots(s.size()) {}
+      : client(c), resolver(r), options(o), states(s), slots(s.size()), crd_versions(c, r, o.sleep) {}
 
   static std::string live_key(const ApiResource& resource, const std::string& ns) {
     return resource.group + "/" + resource.version + "/" + resource.plural + "|" + ns;
   }
 
-  asio::awaitable<void> sleep_for(std::chrono::milliseconds duration) {
-    if (options.sleep) {
-      co_await options.sleep(duration);
-      co_return;
-    }
-    asio::steady_timer timer(co_await asio::this_coro::executor, duration);
-    co_await timer.async_wait(asio::use_awaitable);
-  }
+  asio::awaitable<void> sleep_for(std::chrono::milliseconds duration) { co_await pause_for(options.sleep, duration); }
 
   WriteOptions write_options(bool apply) const {
     WriteOptions write;
@@ -705,7 +684,7 @@ struct Engine::Impl {
   }
 
   asio::awaitable<void> prefetch() {
-    co_await for_each_bounded(prefetch_work.size(), [&](std::size_t w) -> asio::awaitable<void> {
+    co_await for_each_bounded(prefetch_work.size(), options.concurrency, [&](std::size_t w) -> asio::awaitable<void> {
       const PrefetchWork& read = prefetch_work[w];
       if (read.across_namespaces) {
         co_await read_kind(read.pairs);
@@ -802,33 +781,6 @@ struct Engine::Impl {
   // --- bounded parallelism ----------------------------------------------------
 
   // Runs task(0..count-1) with at most options.concurrency in flight.
-  asio::awaitable<void> for_each_bounded(std::size_t count,
-                                         const std::function<asio::awaitable<void>(std::size_t)>& task) {
-    auto executor = co_await asio::this_coro::executor;
-    std::size_t next = 0;
-    std::size_t running = 0;
-    Signal all_done(executor);
-    std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
-    for (std::size_t w = 0; w < workers; ++w) {
-      ++running;
-      asio::co_spawn(
-          executor,
-          [&]() -> asio::awaitable<void> {
-            while (next < count) {
-              co_await task(next++);
-            }
-          },
-          [&](std::exception_ptr) {
-            if (--running == 0) {
-              all_done.notify();
-            }
-          });
-    }
-    while (running > 0) {
-      co_await all_done.wait();
-    }
-  }
-
   // What the ordering planner needs to know about each state.
   std::vector<PlanItem> plan_items() const {
     std::vector<PlanItem> items(states.size());
@@ -856,64 +808,17 @@ struct Engine::Impl {
     return items;
   }
 
-  // Walks the plan: a node starts once every node it waits for is done, at most
-  // options.concurrency states at a time; barrier nodes complete at once.
+  // Walks the plan (states/scheduler.hpp): a node starts once every node it waits for
+  // is done, at most options.concurrency states at a time; barrier nodes complete at once.
   asio::awaitable<void> run_plan(const Plan& plan) {
-    auto executor = co_await asio::this_coro::executor;
-    std::size_t count = plan.nodes.size();
-    std::vector<std::size_t> waiting_on(count, 0);
-    std::deque<std::size_t> ready;
-    for (std::size_t node = 0; node < count; ++node) {
-      waiting_on[node] = plan.nodes[node].requires_nodes.size() + plan.nodes[node].after_nodes.size();
-      if (waiting_on[node] == 0) {
-        ready.push_back(node);
+    // (a named function: GCC 12 mis-destroys temporaries bound to coroutine parameters)
+    const std::function<asio::awaitable<void>(std::size_t)> run_node =
+        [this, &plan](std::size_t node) -> asio::awaitable<void> {
+      if (node < plan.item_count && slots[node].selected) {
+        co_await execute(node, plan.nodes[node]);
       }
-    }
-    std::size_t finished = 0;
-    std::size_t running = 0;
-    // Wakes every idle worker when a node completes (its dependents may be ready).
-    Signal wakeup(executor);
-    Signal all_done(executor);
-    auto complete = [&](std::size_t node) {
-      ++finished;
-      for (std::size_t dependent : plan.dependents[node]) {
-        if (--waiting_on[dependent] == 0) {
-          ready.push_back(dependent);
-        }
-      }
-      wakeup.notify();
     };
-    std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, options.concurrency)));
-    for (std::size_t w = 0; w < workers; ++w) {
-      ++running;
-      asio::co_spawn(
-          executor,
-          [&]() -> asio::awaitable<void> {
-            while (finished < count) {
-              if (ready.empty()) {
-                co_await wakeup.wait();
-                continue;
-              }
-              std::size_t node = ready.front();
-              ready.pop_front();
-              if (node < plan.item_count && slots[node].selected) {
-                co_await execute(node, plan.nodes[node]);
-              }
-              complete(node);
-            }
-          },
-          [&](std::exception_ptr failure) {
-            if (failure) {
-              spdlog::error("internal error in the states engine");
-            }
-            if (--running == 0) {
-              all_done.notify();
-            }
-          });
-    }
-    while (running > 0) {
-      co_await all_done.wait();
-    }
+    co_await states::run_plan(plan, options.concurrency, run_node);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i].selected && !slots[i].done) {
         start_result(i);
@@ -1019,82 +924,6 @@ struct Engine::Impl {
              document.String(text.data(), static_cast<rapidjson::SizeType>(text.size()), true) && document.EndObject(1);
     };
     changes.Populate(one_member);
-  }
-
-  // Whether discovery lists this group's kind in a version other than gvk's.
-  asio::awaitable<bool> listed_in_another_version(const GroupVersionKind& gvk) {
-    auto listed = co_await resolver.resources();
-    if (!listed.ok()) {
-      co_return true;  // cannot tell: look the CRD up
-    }
-    for (const ApiResource& resource : *listed) {
-      if (resource.group == gvk.group && resource.kind == gvk.kind && resource.version != gvk.version) {
-        co_return true;
-      }
-    }
-    co_return false;
-  }
-
-  // Whether a CRD read from the server serves its kinds: Established, and not being
-  // deleted (its custom resources go with it). One that does not holds none to delete.
-  static bool serves_kinds(const json::Value& crd) {
-    if (json::find_path(crd, {"metadata", "deletionTimestamp"}) != nullptr) {
-      return false;
-    }
-    if (const json::Value* conditions = json::find_path(crd, {"status", "conditions"});
-        conditions != nullptr && conditions->IsArray()) {
-      for (const auto& condition : conditions->GetArray()) {
-        if (string_at(condition, {"type"}) == "Established") {
-          return string_at(condition, {"status"}) == "True";
-        }
-      }
-    }
-    return false;
-  }
-
-  // The CRD that defines group/kind as the server has it now (nullptr: none), from one
-  // LIST of CustomResourceDefinitions per run, made by the first caller while the
-  // others wait.
-  asio::awaitable<Result<const json::Value*>> crd_of_kind(const std::string& group, const std::string& kind) {
-    if (!crd_list_started) {
-      crd_list_started = true;
-      GroupVersionKind crds{"apiextensions.k8s.io", "v1", "CustomResourceDefinition"};
-      try {
-        auto resource = co_await resolver.resolve(crds);
-        if (!resource.ok()) {
-          crd_list = resource.error();
-        } else {
-          ListOptions everything;
-          std::string cluster_scope;
-          crd_list = co_await client.list(*resource, cluster_scope, everything);
-        }
-      } catch (const std::exception& failure) {
-        crd_list = Error(ErrorKind::internal, failure.what());  // the waiters must not wait forever
-      }
-      if (crd_list_done) {
-        crd_list_done->notify();
-      }
-    }
-    while (!crd_list) {
-      if (!crd_list_done) {
-        crd_list_done = std::make_unique<Signal>(co_await asio::this_coro::executor);
-      }
-      co_await crd_list_done->wait();
-    }
-    if (!crd_list->ok()) {
-      co_return crd_list->error();
-    }
-    // (a second CRD claiming the same kind is never Established: the serving one wins)
-    const json::Value* found = nullptr;
-    if (const json::Value* items = json::find(crd_list->value(), "items"); items != nullptr && items->IsArray()) {
-      for (const auto& crd : items->GetArray()) {
-        if (string_at(crd, {"spec", "group"}) == group && string_at(crd, {"spec", "names", "kind"}) == kind &&
-            (found == nullptr || serves_kinds(crd))) {
-          found = &crd;
-        }
-      }
-    }
-    co_return found;
   }
 
   // --- state functions --------------------------------------------------------
@@ -1273,21 +1102,20 @@ struct Engine::Impl {
       co_await until_discovery_lists_version(index);
     }
     if (!slot.resource) {
-      const std::string kind_key = slot.ref.gvk.group + "/" + slot.ref.gvk.kind;
-      auto crd = pending_crd_kinds.find(kind_key);
-      if (options.test_mode && crd != pending_crd_kinds.end() && state.function != Function::object_absent) {
-        co_await pending_custom_resource(index, crd->second);
+      const json::Value* crd = crd_versions.created_crd(slot.ref.gvk);
+      if (options.test_mode && crd != nullptr && state.function != Function::object_absent) {
+        co_await pending_custom_resource(index, *crd);
         co_return;
       }
-      auto updated_crd = updated_crd_kinds.find(kind_key);
-      if (updated_crd != updated_crd_kinds.end() && slot.resolve_error->kind == ErrorKind::not_found) {
+      const json::Value* updated_crd = crd_versions.updated_crd(slot.ref.gvk);
+      if (updated_crd != nullptr && slot.resolve_error->kind == ErrorKind::not_found) {
         if (state.function == Function::object_absent) {
           // (test mode: the dry run's answer, which the server does not run yet)
-          co_await absent_in_version_added_by_update(index, updated_crd->second, options.test_mode);
+          co_await absent_in_version_added_by_update(index, *updated_crd, options.test_mode);
           co_return;
         }
         if (options.test_mode) {
-          version_added_by_update(index, updated_crd->second);
+          version_added_by_update(index, *updated_crd);
           co_return;
         }
       }
@@ -1297,12 +1125,12 @@ struct Engine::Impl {
         // lists the kind in another version, the CRD itself says whether this one is
         // served. A kind discovery does not list at all (an uninstalled operator's, a
         // removed built-in) costs no request.
-        const bool kind_listed = co_await listed_in_another_version(slot.ref.gvk);
+        const bool kind_listed = co_await crd_versions.listed_in_another_version(slot.ref.gvk);
         if (!kind_listed) {
           succeed(index, "already absent (the server has no kind " + slot.ref.gvk.qualified_kind() + ")");
           co_return;
         }
-        auto live_crd = co_await crd_of_kind(slot.ref.gvk.group, slot.ref.gvk.kind);
+        auto live_crd = co_await crd_versions.live_crd(slot.ref.gvk.group, slot.ref.gvk.kind);
         if (!live_crd.ok() && live_crd.error().kind == ErrorKind::forbidden) {
           // A user who may not list CRDs (namespaced rights only) sees what discovery
           // shows, as before this look-up.
@@ -1314,7 +1142,7 @@ struct Engine::Impl {
                           " exists: listing CustomResourceDefinitions: " + live_crd.error().describe());
           co_return;
         }
-        if (*live_crd != nullptr && serves_kinds(**live_crd)) {
+        if (*live_crd != nullptr && CrdVersions::serves_kinds(**live_crd)) {
           const bool dry_run_crd = false;
           co_await absent_in_version_added_by_update(index, **live_crd, dry_run_crd);
           co_return;
@@ -1404,12 +1232,12 @@ struct Engine::Impl {
       return LocalCheck{LocalCheck::Outcome::invalid, std::move(text)};
     };
     // A kind whose CRD this run creates or updates: that CRD's schema, as it will be.
-    for (const auto* crds : {&pending_crd_kinds, &updated_crd_kinds}) {
-      if (auto crd = crds->find(gvk.group + "/" + gvk.kind); crd != crds->end()) {
-        auto schema = crd_version_schema(crd->second, gvk.version);
+    for (const json::Value* crd : {crd_versions.created_crd(gvk), crd_versions.updated_crd(gvk)}) {
+      if (crd != nullptr) {
+        auto schema = crd_version_schema(*crd, gvk.version);
         if (schema.ok() && *schema != nullptr) {
           co_return verdict(validate_against_schema(object, **schema, completeness),
-                            "the schema of CustomResourceDefinition " + string_at(crd->second, {"metadata", "name"}));
+                            "the schema of CustomResourceDefinition " + string_at(*crd, {"metadata", "name"}));
         }
       }
     }
@@ -1423,7 +1251,7 @@ struct Engine::Impl {
                               ? "the server publishes no OpenAPI schema for " + gvk.api_version() + " " + gvk.kind
                               : published.error().describe();
     if (!gvk.group.empty()) {
-      auto crd = co_await crd_of_kind(gvk.group, gvk.kind);
+      auto crd = co_await crd_versions.live_crd(gvk.group, gvk.kind);
       if (crd.ok() && *crd != nullptr) {
         const std::string crd_name = string_at(**crd, {"metadata", "name"});
         auto schema = crd_version_schema(**crd, gvk.version);
@@ -1461,61 +1289,16 @@ struct Engine::Impl {
     if (!slot.resolve_error || slot.resolve_error->kind != ErrorKind::not_found) {
       co_return;
     }
-    auto crd = updated_crd_kinds.find(slot.ref.gvk.group + "/" + slot.ref.gvk.kind);
-    if (crd == updated_crd_kinds.end() || !crd_serves_version(crd->second, slot.ref.gvk.version)) {
+    if (!crd_versions.awaits_discovery(slot.ref.gvk)) {
       co_return;
     }
-    const std::string crd_name = string_at(crd->second, {"metadata", "name"});
-    // One deadline per version, set by its first state: the others do not wait again.
-    const auto [deadline, first] = discovery_wait_deadlines.try_emplace(
-        slot.ref.gvk.api_version() + "/" + slot.ref.gvk.kind, Clock::now() + discovery_catch_up_timeout);
-    if (first) {
-      spdlog::info("waiting for the API server's discovery to list {} (CustomResourceDefinition {} serves it)",
-                   slot.ref.gvk.qualified_kind(), crd_name);
+    auto listed = co_await crd_versions.until_discovery_lists(slot.ref.gvk);
+    if (!listed.ok()) {
+      slot.resolve_error = listed.error();
+      co_return;
     }
-    std::chrono::milliseconds pause{50};
-    while (true) {
-      auto resource = co_await resolver.resolve_known(slot.ref.gvk);
-      if (resource.ok()) {
-        co_await resolve(index);  // (found in what discovery answered: no request)
-        slot.result.name = slot.ref.display();
-        co_return;
-      }
-      if (Clock::now() >= deadline->second) {
-        break;
-      }
-      co_await sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
-      if (!discovery_reading && Clock::now() - discovery_read_at >= pause / 2) {
-        discovery_reading = true;  // one read at a time, shared by every waiting state
-        auto refreshed = co_await resolver.refresh();
-        discovery_reading = false;
-        discovery_read_at = Clock::now();
-        if (!refreshed.ok()) {
-          slot.resolve_error = refreshed.error();  // the cause, not "not listed yet"
-          co_return;
-        }
-      }
-    }
-    slot.resolve_error =
-        Error(ErrorKind::not_found, "version " + slot.ref.gvk.version + " of " + slot.ref.gvk.qualified_kind() +
-                                        ", which CustomResourceDefinition " + crd_name +
-                                        " serves, is not in the API server's discovery after " +
-                                        duration_text(discovery_catch_up_timeout) + ": run again once it lists it");
-  }
-
-  static bool crd_serves_version(const json::Value& crd, const std::string& version) {
-    const json::Value* versions = json::find_path(crd, {"spec", "versions"});
-    if (versions == nullptr || !versions->IsArray()) {
-      return false;
-    }
-    for (const auto& listed : versions->GetArray()) {
-      if (string_at(listed, {"name"}) == version) {
-        const json::Value* served = json::find(listed, "served");
-        return served != nullptr && served->IsBool() && served->GetBool();
-      }
-    }
-    return false;
+    co_await resolve(index);  // (found in what discovery answered: no request)
+    slot.result.name = slot.ref.display();
   }
 
   // Test mode: this run's update of the CRD adds the version this custom resource
@@ -1569,16 +1352,7 @@ struct Engine::Impl {
     const GroupVersionKind named = slot.ref.gvk;
     const std::string crd_name = string_at(crd, {"metadata", "name"});
     const json::Value* versions = json::find_path(crd, {"spec", "versions"});
-    const auto served_by_update = [&](const std::string& version) {
-      for (const auto& listed : versions->GetArray()) {
-        if (string_at(listed, {"name"}) == version) {
-          const json::Value* served = json::find(listed, "served");
-          return served != nullptr && served->IsBool() && served->GetBool();
-        }
-      }
-      return false;
-    };
-    if (versions == nullptr || !versions->IsArray() || !served_by_update(named.version)) {
+    if (versions == nullptr || !versions->IsArray() || !CrdVersions::serves_version(crd, named.version)) {
       succeed(index, "already absent (the server has no kind " + named.qualified_kind() + ")");
       co_return;
     }
@@ -1588,7 +1362,7 @@ struct Engine::Impl {
       // (served: false) before its discovery stops listing it, and a 404 from a version
       // no longer served is not an absent object. A dry-run answer is not run yet: the
       // server runs the CRD as it is now, so any version it lists reads the object.
-      if (name.empty() || name == named.version || (!dry_run_crd && !served_by_update(name))) {
+      if (name.empty() || name == named.version || (!dry_run_crd && !CrdVersions::serves_version(crd, name))) {
         continue;
       }
       GroupVersionKind served{named.group, name, named.kind};
@@ -2205,13 +1979,11 @@ struct Engine::Impl {
           pending_namespaces.insert(slot.ref.name);
         }
         if (is_crd(slot.ref.gvk)) {
-          pending_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
-              json::copy(object);
+          crd_versions.created(object);
         }
       } else if (is_crd(slot.ref.gvk)) {
         // As this run would update it (the dry run's answer): versions it adds.
-        updated_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
-            json::copy(object);
+        crd_versions.updated(object);
       }
       co_return;
     }
@@ -2221,8 +1993,7 @@ struct Engine::Impl {
       // discovery catch up, a moment later and not in step: until discovery lists one,
       // an object_absent naming it reads and deletes through another version the CRD
       // serves (dispatch). Not after a create: a new kind holds nothing yet.
-      updated_crd_kinds[string_at(object, {"spec", "group"}) + "/" + string_at(object, {"spec", "names", "kind"})] =
-          json::copy(object);
+      crd_versions.updated(object);
     }
     if (is_crd(slot.ref.gvk) || wants_wait(states[index].wait)) {
       co_await wait_ready(index, object);
@@ -2245,10 +2016,11 @@ struct Engine::Impl {
     if (crd) {
       // A CRD is Established within moments; its CRs are waiting for it.
       policy.enabled = true;
-      defaults.initial_delay = std::chrono::milliseconds(50);
-      defaults.max_delay = std::chrono::milliseconds(1000);
+      defaults = prompt_wait_defaults(options.default_wait_timeout);
     }
-    auto outcome = co_await wait_until_ready(index, written, policy, defaults);
+    const ReadinessChecker checker = check_exists_ready;
+    const std::string goal = "ready";
+    auto outcome = co_await object_wait(slot).until(&written, checker, policy, defaults, goal);
     if (!outcome.ok()) {
       fail(index, outcome.error().message);
       co_return;
@@ -2258,176 +2030,16 @@ struct Engine::Impl {
     }
   }
 
-  static std::string duration_text(std::chrono::milliseconds duration) {
-    auto ms = duration.count();
-    if (ms >= 60'000 && ms % 60'000 == 0) {
-      return std::to_string(ms / 60'000) + " min";
-    }
-    if (ms >= 1000 && ms % 1000 == 0) {
-      return std::to_string(ms / 1000) + " s";
-    }
-    return std::to_string(ms) + " ms";
-  }
-
-  // Decides readiness from the object as read or watched; nullptr when it does not
-  // exist (404, or a DELETED event).
-  using Checker = std::function<ReadinessCheck(const json::Value* object)>;
-
-  static ReadinessCheck check_exists_ready(const json::Value* object) {
-    if (object == nullptr) {
-      return {Readiness::not_ready, "it was deleted while kstate waited"};
-    }
-    return check_ready(*object);
-  }
-
-  asio::awaitable<Status> wait_until_ready(std::size_t index, const json::Value& written, const manifests::Wait& policy,
-                                           const WaitDefaults& defaults) {
-    const Checker checker = check_exists_ready;
-    const std::string goal = "ready";
-    const json::Value* current = &written;
-    co_return co_await wait_until(index, current, checker, policy, defaults, goal);
-  }
-
-  // Waits until `checker` says ready, starting from `current` (nullptr: read it first).
-  // A time-bounded wait watches the object (one request, woken by each change); a wait
-  // counted in attempts polls, as MetalK8s does, and so does any wait when the watch
-  // is refused. Polls follow states/readiness' schedule with the injectable sleep.
-  asio::awaitable<Status> wait_until(std::size_t index, const json::Value* current, const Checker& checker,
-                                     const manifests::Wait& policy, const WaitDefaults& defaults,
-                                     const std::string& goal) {
-    Slot& slot = slots[index];
-    const std::string what = slot.ref.display();
-    json::Document first;
-    if (current == nullptr) {
-      auto got = co_await read(slot);
-      if (!got.ok() && got.error().kind != ErrorKind::not_found) {
-        co_return Error(got.error().kind, "cannot read " + what + ": " + got.error().describe());
-      }
-      if (got.ok()) {
-        first = std::move(got).value();
-        current = &first;
-      }
-    }
-    ReadinessCheck check = checker(current);
-    if (check.readiness == Readiness::ready) {
-      co_return ok_status();
-    }
-    if (check.readiness == Readiness::failed) {
-      co_return Error(ErrorKind::invalid, what + " will not become " + goal + ": " + check.reason);
-    }
-    WaitSchedule schedule = wait_schedule(policy, defaults);
-    auto started = Clock::now();
-    spdlog::info("waiting for {} to be {}: {}", what, goal, check.reason);
-    if (options.watch_waits && policy.attempts <= 0 && schedule.deadline) {
-      std::string version = current != nullptr ? resource_version(*current) : "";
-      auto watched = co_await watch_until(index, checker, check, version, started + *schedule.deadline);
-      if (watched == WatchOutcome::ready) {
-        co_return ok_status();
-      }
-      if (watched == WatchOutcome::failed) {
-        co_return Error(ErrorKind::invalid, what + " will not become " + goal + ": " + check.reason);
-      }
-      if (watched == WatchOutcome::timed_out) {
-        co_return Error(ErrorKind::timeout, "timed out after " + duration_text(*schedule.deadline) + " waiting for " +
-                                                what + " to be " + goal + ": " + check.reason);
-      }
-    }
-    for (std::chrono::milliseconds delay : schedule.delays) {
-      if (schedule.deadline && Clock::now() - started >= *schedule.deadline) {
-        break;
-      }
-      co_await sleep_for(delay);
-      auto got = co_await read(slot);
-      if (!got.ok() && got.error().kind != ErrorKind::not_found) {
-        check.reason = "it could not be read: " + got.error().describe();
-        continue;
-      }
-      check = checker(got.ok() ? &*got : nullptr);
-      if (check.readiness == Readiness::ready) {
-        co_return ok_status();
-      }
-      if (check.readiness == Readiness::failed) {
-        co_return Error(ErrorKind::invalid, what + " will not become " + goal + ": " + check.reason);
-      }
-    }
-    std::string bound = policy.attempts > 0 ? std::to_string(schedule.checks()) + " checks"
-                                            : duration_text(schedule.deadline.value_or(defaults.timeout));
-    co_return Error(ErrorKind::timeout,
-                    "timed out after " + bound + " waiting for " + what + " to be " + goal + ": " + check.reason);
-  }
-
-  enum class WatchOutcome { ready, failed, timed_out, unavailable };
-
-  // Watches one object (fieldSelector on its name) from `version` until `checker` says
-  // ready or failed, or `deadline` passes (the server ends each watch at its
-  // timeoutSeconds, so no client timer is needed). A watch that expired (410) is
-  // resumed from a fresh read; a refused watch answers unavailable. `check` keeps the
-  // last answer, for the message.
-  asio::awaitable<WatchOutcome> watch_until(std::size_t index, const Checker& checker, ReadinessCheck& check,
-                                            std::string version, Clock::time_point deadline) {
-    Slot& slot = slots[index];
-    int quiet_watches = 0;  // watches that ended before any event: a server ending them early
-    int resyncs = 0;        // watches refused in a row as too old (410)
-    while (true) {
-      if (quiet_watches >= 3 || resyncs >= 3) {
-        co_return WatchOutcome::unavailable;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        co_return WatchOutcome::timed_out;
-      }
-      ListOptions list;
-      list.field_selector = "metadata.name=" + slot.ref.name;
-      list.resource_version = version;
-      list.allow_watch_bookmarks = true;
-      list.timeout_seconds = std::max<std::int64_t>(1, (left.count() + 999) / 1000);
-      auto stream = co_await client.watch(*slot.resource, slot.ref.ns, list);
-      if (!stream.ok()) {
-        spdlog::debug("watch of {} refused ({}), polling instead", slot.ref.display(), stream.error().describe());
-        co_return WatchOutcome::unavailable;
-      }
-      bool resync = false;
-      ++quiet_watches;
-      while (!resync) {
-        auto event = co_await stream->next();
-        if (!event.ok() || !event->has_value()) {
-          break;  // ended (timeoutSeconds or a dropped connection): watch again from `version`
-        }
-        quiet_watches = 0;
-        const WatchEvent& change = **event;
-        if (change.type == WatchEventType::error) {
-          resync = true;  // typically 410 Gone: the version is too old to resume from
-          ++resyncs;
-          break;
-        }
-        resyncs = 0;
-        std::string seen = resource_version(change.object);
-        if (!seen.empty()) {
-          version = seen;
-        }
-        if (change.type == WatchEventType::bookmark) {
-          continue;
-        }
-        check = checker(change.type == WatchEventType::deleted ? nullptr : &change.object);
-        if (check.readiness != Readiness::not_ready) {
-          co_return check.readiness == Readiness::ready ? WatchOutcome::ready : WatchOutcome::failed;
-        }
-      }
-      if (resync) {
-        auto got = co_await read(slot);
-        if (!got.ok() && got.error().kind != ErrorKind::not_found) {
-          co_return WatchOutcome::unavailable;
-        }
-        // Watch again from "now": the object's own resourceVersion may be older than
-        // the history the server kept, and a watch without one starts with the
-        // object's current state (an ADDED event).
-        version.clear();
-        check = checker(got.ok() ? &*got : nullptr);
-        if (check.readiness != Readiness::not_ready) {
-          co_return check.readiness == Readiness::ready ? WatchOutcome::ready : WatchOutcome::failed;
-        }
-      }
-    }
+  // A wait for the slot's object (states/waits.hpp): its reads keep the state's warnings
+  // and go through served(), so that a path the server does not serve never reads as
+  // a missing object.
+  ObjectWait object_wait(Slot& slot) {
+    ObjectWait::Options wait_options;
+    wait_options.watch = options.watch_waits;
+    wait_options.sleep = options.sleep;
+    wait_options.take_read = [this, &slot](Result<json::Document> answer) { return served(slot, std::move(answer)); };
+    return ObjectWait(client.collecting_warnings(slot.warnings), *slot.resource, slot.ref.ns, slot.ref.name,
+                      slot.ref.display(), std::move(wait_options));
   }
 
   asio::awaitable<void> updated(std::size_t index) {
@@ -2493,19 +2105,8 @@ struct Engine::Impl {
   // created: it comes a moment after the namespace (typically 5-100 ms), so it is waited
   // for (watched, else polled) up to made_by_the_cluster_timeout, not reported missing.
   asio::awaitable<Result<const json::Value*>> made_by_the_cluster(std::size_t index) {
-    manifests::Wait policy;
-    policy.enabled = true;
-    WaitDefaults defaults;
-    defaults.timeout = made_by_the_cluster_timeout;
-    defaults.initial_delay = std::chrono::milliseconds(50);
-    defaults.max_delay = std::chrono::milliseconds(1000);
-    const Checker exists = [](const json::Value* object) {
-      return object != nullptr ? ReadinessCheck{Readiness::ready, ""}
-                               : ReadinessCheck{Readiness::not_ready,
-                                                "kube-controller-manager makes it in each new namespace, and has "
-                                                "not yet"};
-    };
-    auto waited = co_await wait_until(index, nullptr, exists, policy, defaults, "made");
+    const std::string why_absent = "kube-controller-manager makes it in each new namespace, and has not yet";
+    auto waited = co_await object_wait(slots[index]).until_exists(made_by_the_cluster_timeout, why_absent);
     if (!waited.ok()) {
       co_return Error(waited.error().kind, slots[index].ref.display() + " does not exist: " + waited.error().message);
     }
@@ -2578,16 +2179,7 @@ struct Engine::Impl {
   // `timeout` (watching, as readiness waits do). An object with another UID than the
   // one deleted is a new object: the deleted one is gone.
   asio::awaitable<Status> wait_gone(std::size_t index, const manifests::Wait& wait, const std::string& deleted_uid) {
-    manifests::Wait policy = wait;
-    policy.enabled = true;
-    WaitDefaults defaults;
-    defaults.timeout = options.default_wait_timeout;
-    defaults.initial_delay = std::chrono::milliseconds(200);
-    defaults.max_delay = std::chrono::seconds(5);
-    const Checker checker = [&deleted_uid](const json::Value* object) { return check_deleted(object, deleted_uid); };
-    const std::string goal = "deleted";
-    const json::Value* unknown = nullptr;  // read it first
-    co_return co_await wait_until(index, unknown, checker, policy, defaults, goal);
+    co_return co_await object_wait(slots[index]).until_gone(wait, options.default_wait_timeout, deleted_uid);
   }
 };
 
