@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "core/dynamic_client.hpp"
+#include "tests/support/api_resources.hpp"
 #include "tests/support/emulator.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -40,12 +41,7 @@ using SteadyClock = std::chrono::steady_clock;
 namespace {
 
 ApiResource configmaps() {
-  ApiResource resource;
-  resource.version = "v1";
-  resource.kind = "ConfigMap";
-  resource.plural = "configmaps";
-  resource.namespaced = true;
-  return resource;
+  return kstate::testing::configmaps_resource();
 }
 
 // Replaces a file the way kubelet and cert-manager do: write aside, then rename.

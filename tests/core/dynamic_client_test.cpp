@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include "tests/support/api_resources.hpp"
 #include "tests/support/emulator.hpp"
 
 namespace dynamic_client_test {
@@ -38,12 +39,7 @@ struct Session {
 };
 
 ApiResource configmaps() {
-  ApiResource resource;
-  resource.version = "v1";
-  resource.kind = "ConfigMap";
-  resource.plural = "configmaps";
-  resource.namespaced = true;
-  return resource;
+  return kstate::testing::configmaps_resource();
 }
 
 json::Document configmap(const std::string& name, const std::string& value) {

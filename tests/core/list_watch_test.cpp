@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "tests/support/api_resources.hpp"
 #include "tests/support/emulator.hpp"
 #include "tests/support/fake_transport.hpp"
 
@@ -21,12 +22,7 @@ using kstate::testing::FakeTransport;
 namespace {
 
 ApiResource configmaps() {
-  ApiResource resource;
-  resource.version = "v1";
-  resource.kind = "ConfigMap";
-  resource.plural = "configmaps";
-  resource.namespaced = true;
-  return resource;
+  return kstate::testing::configmaps_resource();
 }
 
 std::string object(const std::string& name, int version, const std::string& value = "x") {

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/api_resources.hpp"
+
 namespace request_test {
 
 using namespace kstate;
@@ -12,12 +14,7 @@ using namespace kstate;
 namespace {
 
 ApiResource configmaps() {
-  ApiResource resource;
-  resource.version = "v1";
-  resource.kind = "ConfigMap";
-  resource.plural = "configmaps";
-  resource.namespaced = true;
-  return resource;
+  return kstate::testing::configmaps_resource();
 }
 
 ApiResource deployments() {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/dynamic_client.hpp"
+#include "tests/support/api_resources.hpp"
 #include "tests/support/emulator.hpp"
 
 namespace transport_faults_test {
@@ -52,12 +53,7 @@ TransportOptions fast_options() {
 }
 
 ApiResource configmaps() {
-  ApiResource resource;
-  resource.version = "v1";
-  resource.kind = "ConfigMap";
-  resource.plural = "configmaps";
-  resource.namespaced = true;
-  return resource;
+  return kstate::testing::configmaps_resource();
 }
 
 json::Document configmap(const std::string& name) {

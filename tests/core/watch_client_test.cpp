@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/dynamic_client.hpp"
+#include "tests/support/api_resources.hpp"
 #include "tests/support/emulator.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -40,12 +41,7 @@ struct Session {
 };
 
 ApiResource configmaps() {
-  ApiResource resource;
-  resource.version = "v1";
-  resource.kind = "ConfigMap";
-  resource.plural = "configmaps";
-  resource.namespaced = true;
-  return resource;
+  return kstate::testing::configmaps_resource();
 }
 
 json::Document configmap(const std::string& name, const std::string& value) {

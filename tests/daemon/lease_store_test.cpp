@@ -60,17 +60,31 @@ TEST_CASE("lease store: a record becomes a Lease object and back") {
   CHECK(refused.error().message == "Lease spec.renewTime: invalid time \"soon\"");
 }
 
-TEST_CASE("lease store: create, update with the resourceVersion read, stale writes refused (emulator)") {
+namespace {
+
+// A Lease store on a fresh emulator, reached as the daemon reaches it.
+struct LeaseStoreFixture {
   kstate::testing::Emulator emulator;
   boost::asio::io_context io;
-  kstate::KubeconfigSources sources;
-  sources.kubeconfig_flag = emulator.kubeconfig_path().string();
-  sources.getenv = [](const std::string&) { return std::optional<std::string>(); };
-  auto client = kstate::make_client(io.get_executor(), sources, kstate::TransportOptions{});
+  kstate::Result<std::unique_ptr<kstate::Client>> client = connect();
+  kstate::daemon::KubernetesLeaseStore store{
+      [this]() -> kstate::Result<kstate::DynamicClient*> { return client.value()->dynamic.get(); }, "kstate-test",
+      "default"};
+
+  kstate::Result<std::unique_ptr<kstate::Client>> connect() {
+    kstate::KubeconfigSources sources;
+    sources.kubeconfig_flag = emulator.kubeconfig_path().string();
+    sources.getenv = [](const std::string&) { return std::optional<std::string>(); };
+    return kstate::make_client(io.get_executor(), sources, kstate::TransportOptions{});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("lease store: create, update with the resourceVersion read, stale writes refused (emulator)") {
+  LeaseStoreFixture fixture;
+  auto& [emulator, io, client, store] = fixture;
   REQUIRE(client);
-  kstate::daemon::KubernetesLeaseStore store(
-      [&]() -> kstate::Result<kstate::DynamicClient*> { return client.value()->dynamic.get(); }, "kstate-test",
-      "default");
 
   auto absent = kstate::run_sync(io, store.get());
   REQUIRE(absent);
@@ -112,16 +126,9 @@ TEST_CASE("lease store: create, update with the resourceVersion read, stale writ
 TEST_CASE("lease store: a Lease read answered 404 page not found is an error, not a free Lease (emulator)") {
   // "404 page not found" is about the path (coordination.k8s.io not served there, a
   // proxy in between): read as "no Lease", a standby would create one and lead.
-  kstate::testing::Emulator emulator;
-  boost::asio::io_context io;
-  kstate::KubeconfigSources sources;
-  sources.kubeconfig_flag = emulator.kubeconfig_path().string();
-  sources.getenv = [](const std::string&) { return std::optional<std::string>(); };
-  auto client = kstate::make_client(io.get_executor(), sources, kstate::TransportOptions{});
+  LeaseStoreFixture fixture;
+  auto& [emulator, io, client, store] = fixture;
   REQUIRE(client);
-  kstate::daemon::KubernetesLeaseStore store(
-      [&]() -> kstate::Result<kstate::DynamicClient*> { return client.value()->dynamic.get(); }, "kstate-test",
-      "default");
   emulator.set_faults(
       R"({"failNext": 1, "failCode": 404, "method": "GET", "pathPrefix": "/apis/coordination.k8s.io/"})");
   auto unserved = kstate::run_sync(io, store.get());

@@ -275,6 +275,19 @@ data: {a: b}
   CHECK_FALSE(cluster.get("/api/v1/namespaces/default/configmaps/late").IsNull());
 }
 
+// ApplySet `mine` applied (with --prune) from two ConfigMaps, `one` and `two`; then
+// two's manifest is removed, so that the next `apply --prune` prunes it. The folder.
+std::string set_applied_then_two_removed(Cluster& cluster) {
+  const std::string dir = cluster.manifest_dir("set");
+  write_file(std::filesystem::path(dir) / "one.yaml",
+             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one, namespace: default}\ndata: {a: '1'}\n");
+  write_file(std::filesystem::path(dir) / "two.yaml",
+             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two, namespace: default}\ndata: {a: '2'}\n");
+  REQUIRE(cluster.apply(dir, {"--applyset-name", "mine", "--prune"}).exit_code == 0);
+  std::filesystem::remove(std::filesystem::path(dir) / "two.yaml");
+  return dir;
+}
+
 TEST_CASE("an ApplySet parent read answered 404 page not found is an error, not a set without a parent") {
   // A proxy or an aggregation layer that does not serve a path answers "404 page not
   // found" (text/plain, no Status): that says nothing about whether the parent Secret
@@ -282,15 +295,7 @@ TEST_CASE("an ApplySet parent read answered 404 page not found is an error, not 
   // declares, and an object whose manifest was removed meanwhile would drop out of the
   // inventory: never pruned again.
   Cluster cluster;
-  const std::string dir = cluster.manifest_dir("set");
-  write_file(std::filesystem::path(dir) / "one.yaml",
-             "apiVersion: v1\nkind: ConfigMap\n"
-             "metadata: {name: one, namespace: default}\ndata: {a: '1'}\n");
-  write_file(std::filesystem::path(dir) / "two.yaml",
-             "apiVersion: v1\nkind: ConfigMap\n"
-             "metadata: {name: two, namespace: default}\ndata: {a: '2'}\n");
-  REQUIRE(cluster.apply(dir, {"--applyset-name", "mine", "--prune"}).exit_code == 0);
-  std::filesystem::remove(std::filesystem::path(dir) / "two.yaml");
+  const std::string dir = set_applied_then_two_removed(cluster);
 
   cluster.emulator.set_faults(
       R"({"failNext": 1, "failCode": 404, "method": "GET", "path": "/api/v1/namespaces/kube-system/secrets/mine"})");
@@ -313,15 +318,7 @@ TEST_CASE(
   const std::string method = GENERATE(std::string("GET"), std::string("DELETE"));
   INFO("answered 404 page not found: " << method);
   Cluster cluster;
-  const std::string dir = cluster.manifest_dir("set");
-  write_file(std::filesystem::path(dir) / "one.yaml",
-             "apiVersion: v1\nkind: ConfigMap\n"
-             "metadata: {name: one, namespace: default}\ndata: {a: '1'}\n");
-  write_file(std::filesystem::path(dir) / "two.yaml",
-             "apiVersion: v1\nkind: ConfigMap\n"
-             "metadata: {name: two, namespace: default}\ndata: {a: '2'}\n");
-  REQUIRE(cluster.apply(dir, {"--applyset-name", "mine", "--prune"}).exit_code == 0);
-  std::filesystem::remove(std::filesystem::path(dir) / "two.yaml");
+  const std::string dir = set_applied_then_two_removed(cluster);
 
   cluster.emulator.set_faults(R"({"failNext": 1, "failCode": 404, "method": ")" + method +
                               R"(", "path": "/api/v1/namespaces/default/configmaps/two"})");
