@@ -16,6 +16,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <memory>
+#include <optional>
 
 namespace kstate {
 
@@ -31,6 +34,38 @@ class Signal {
 
  private:
   asio::steady_timer timer_;
+};
+
+// A result that the first coroutine to ask computes and every other one waits for: one
+// CRD list per run, one discovery refresh however many states find a path not served.
+// The work must not throw (an exception would leave the waiters waiting): it turns a
+// failure into a T.
+template <class T>
+class SharedResult {
+ public:
+  // The result, computing it with `work` (an awaitable<T> factory) on the first call.
+  template <class Work>
+  asio::awaitable<const T*> get(Work work) {
+    if (!started_) {
+      started_ = true;
+      value_ = co_await work();
+      if (done_) {
+        done_->notify();
+      }
+    }
+    while (!value_) {
+      if (!done_) {
+        done_ = std::make_unique<Signal>(co_await asio::this_coro::executor);
+      }
+      co_await done_->wait();
+    }
+    co_return &*value_;
+  }
+
+ private:
+  bool started_ = false;
+  std::optional<T> value_;
+  std::unique_ptr<Signal> done_;
 };
 
 }  // namespace kstate

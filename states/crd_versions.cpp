@@ -80,37 +80,26 @@ bool CrdVersions::serves_kinds(const json::Value& crd) {
 }
 
 asio::awaitable<Result<const json::Value*>> CrdVersions::live_crd(const std::string& group, const std::string& kind) {
-  if (!crd_list_started_) {
-    crd_list_started_ = true;
-    GroupVersionKind crds{"apiextensions.k8s.io", "v1", "CustomResourceDefinition"};
+  const Result<json::Document>* listed = co_await crd_list_.get([this]() -> asio::awaitable<Result<json::Document>> {
     try {
+      GroupVersionKind crds{"apiextensions.k8s.io", "v1", "CustomResourceDefinition"};
       auto resource = co_await resolver_.resolve(crds);
       if (!resource.ok()) {
-        crd_list_ = resource.error();
-      } else {
-        ListOptions everything;
-        std::string cluster_scope;
-        crd_list_ = co_await client_.list(*resource, cluster_scope, everything);
+        co_return resource.error();
       }
+      ListOptions everything;
+      std::string cluster_scope;
+      co_return co_await client_.list(*resource, cluster_scope, everything);
     } catch (const std::exception& failure) {
-      crd_list_ = Error(ErrorKind::internal, failure.what());  // the waiters must not wait forever
+      co_return Error(ErrorKind::internal, failure.what());  // the waiters must not wait forever
     }
-    if (crd_list_done_) {
-      crd_list_done_->notify();
-    }
-  }
-  while (!crd_list_) {
-    if (!crd_list_done_) {
-      crd_list_done_ = std::make_unique<Signal>(co_await asio::this_coro::executor);
-    }
-    co_await crd_list_done_->wait();
-  }
-  if (!crd_list_->ok()) {
-    co_return crd_list_->error();
+  });
+  if (!listed->ok()) {
+    co_return listed->error();
   }
   // (a second CRD claiming the same kind is never Established: the serving one wins)
   const json::Value* found = nullptr;
-  if (const json::Value* items = json::find(crd_list_->value(), "items"); items != nullptr && items->IsArray()) {
+  if (const json::Value* items = json::find(listed->value(), "items"); items != nullptr && items->IsArray()) {
     for (const auto& crd : items->GetArray()) {
       if (string_at(crd, {"spec", "group"}) == group && string_at(crd, {"spec", "names", "kind"}) == kind &&
           (found == nullptr || serves_kinds(crd))) {

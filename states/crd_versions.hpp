@@ -84,9 +84,7 @@ class CrdVersions {
   std::map<std::string, json::Document> created_;  // "group/Kind" -> the CRD
   std::map<std::string, json::Document> updated_;
   // live_crd: the LIST of CustomResourceDefinitions, once per run.
-  bool crd_list_started_ = false;
-  std::optional<Result<json::Document>> crd_list_;
-  std::unique_ptr<Signal> crd_list_done_;
+  SharedResult<Result<json::Document>> crd_list_;
   // until_discovery_lists: the last read of discovery, whether one is under way, and
   // when each version's wait ends ("group/version/Kind").
   Clock::time_point discovery_read_at_;

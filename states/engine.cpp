@@ -223,9 +223,7 @@ struct Engine::Impl {
   bool crd_established_since_refresh = false;
   // rediscover: discovery read again once per run, by the first state whose write met a
   // path the server does not serve; the others wait for that read.
-  bool rediscovery_started = false;
-  std::optional<Status> rediscovery;
-  std::unique_ptr<Signal> rediscovery_done;
+  SharedResult<Status> rediscovered;
   // Warning texts already logged by this run (each is logged once per run).
   std::set<std::string, std::less<>> logged_warnings;
   bool discovery_stale = false;  // a request found a path discovery listed not served (served())
@@ -1724,25 +1722,15 @@ struct Engine::Impl {
   // the server has no such kind (false).
   asio::awaitable<bool> rediscover(std::size_t index, const Error& refused) {
     Slot& slot = slots[index];
-    if (!rediscovery_started) {
-      rediscovery_started = true;
+    const Status* rediscovery = co_await rediscovered.get([this, &slot]() -> asio::awaitable<Status> {
       spdlog::info("the API server does not serve {} at the path discovery gave: reading discovery again",
                    slot.ref.gvk.qualified_kind());
       try {
-        rediscovery = co_await resolver.refresh();
+        co_return co_await resolver.refresh();
       } catch (const std::exception& failure) {
-        rediscovery = Status(Error(ErrorKind::internal, failure.what()));  // the waiters must not wait forever
+        co_return Status(Error(ErrorKind::internal, failure.what()));  // the waiters must not wait forever
       }
-      if (rediscovery_done) {
-        rediscovery_done->notify();
-      }
-    }
-    while (!rediscovery) {
-      if (!rediscovery_done) {
-        rediscovery_done = std::make_unique<Signal>(co_await asio::this_coro::executor);
-      }
-      co_await rediscovery_done->wait();
-    }
+    });
     if (!rediscovery->ok()) {
       fail(index, refused.describe() + " (reading discovery again failed: " + rediscovery->error().describe() + ")");
       co_return false;

@@ -1,16 +1,19 @@
 // Signal (core/signal.hpp): notify() wakes every coroutine waiting then, and only them;
 // a coroutine that checks its condition before waiting never misses a notification.
+// SharedResult: the first to ask computes, the others wait for that one result.
 #include "core/signal.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <vector>
 
 namespace signal_test {
 
 namespace asio = boost::asio;
+using kstate::SharedResult;
 using kstate::Signal;
 
 TEST_CASE("notify wakes every waiting coroutine once; a later wait waits for the next notify", "[signal]") {
@@ -61,6 +64,46 @@ TEST_CASE("a waiter that checks its condition first sees work done before it wai
   io.run();  // returns: nobody is left waiting
   CHECK(all_done);
   CHECK(remaining == 0);
+}
+
+TEST_CASE("SharedResult: the work runs once, for the first caller; callers meanwhile and later get its result",
+          "[signal]") {
+  asio::io_context io;
+  SharedResult<int> shared;
+  Signal release(io.get_executor());
+  bool released = false;
+  int runs = 0;
+  std::vector<int> seen;
+  // (a std::function: a lambda's own type has no linkage, which GCC refuses in the
+  // header's coroutine frame)
+  std::function<asio::awaitable<int>()> work = [&]() -> asio::awaitable<int> {
+    ++runs;
+    while (!released) {
+      co_await release.wait();  // the work takes a while: the other callers arrive meanwhile
+    }
+    co_return 42 + runs;
+  };
+  auto caller = [&]() -> asio::awaitable<void> {
+    const int* value = co_await shared.get(work);
+    seen.push_back(*value);
+  };
+  for (int i = 0; i < 3; ++i) {
+    asio::co_spawn(io, caller(), asio::detached);
+  }
+  io.poll();
+  CHECK(runs == 1);
+  CHECK(seen.empty());  // all three wait for the one computation
+
+  released = true;
+  release.notify();
+  io.poll();
+  CHECK(seen == std::vector<int>{43, 43, 43});
+
+  io.restart();  // (it ran out of work: every caller had finished)
+  asio::co_spawn(io, caller(), asio::detached);  // later: no new run
+  io.poll();
+  CHECK(runs == 1);
+  CHECK(seen == std::vector<int>{43, 43, 43, 43});
 }
 
 }  // namespace signal_test
