@@ -99,7 +99,7 @@ TEST_CASE("SharedResult: the work runs once, for the first caller; callers meanw
   io.poll();
   CHECK(seen == std::vector<int>{43, 43, 43});
 
-  io.restart();  // (it ran out of work: every caller had finished)
+  io.restart();                                  // (it ran out of work: every caller had finished)
   asio::co_spawn(io, caller(), asio::detached);  // later: no new run
   io.poll();
   CHECK(runs == 1);
