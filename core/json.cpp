@@ -387,6 +387,14 @@ std::string_view string_or(const Value* value, std::string_view fallback) {
   return {value->GetString(), value->GetStringLength()};
 }
 
+std::string string_at(const Value& object, std::initializer_list<std::string_view> path) {
+  return std::string(string_or(find_path(object, path), ""));
+}
+
+std::string resource_version(const Value& object) {
+  return string_at(object, {"metadata", "resourceVersion"});
+}
+
 Value make_string(std::string_view text, Allocator& allocator) {
   return Value(text.data(), static_cast<rapidjson::SizeType>(text.size()), allocator);
 }

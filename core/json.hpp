@@ -6,6 +6,7 @@
 #include <rapidjson/document.h>
 
 #include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,11 @@ const Value* find_path(const Value& object, std::initializer_list<std::string_vi
 // The string at key, or nullopt when absent or not a string.
 std::optional<std::string_view> get_string(const Value& object, std::string_view key);
 std::string_view string_or(const Value* value, std::string_view fallback);
+// The string at a path of member names, copied; empty when any step is absent or the
+// value is not a string (an object's name, namespace, uid, a condition's status).
+std::string string_at(const Value& object, std::initializer_list<std::string_view> path);
+// metadata.resourceVersion, empty when absent (a PUT's precondition, a watch's start).
+std::string resource_version(const Value& object);
 
 // Sets object[key] = value (copying key and value into the allocator), replacing any old member.
 void set(Value& object, std::string_view key, Value value, Allocator& allocator);

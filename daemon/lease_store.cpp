@@ -12,12 +12,7 @@ namespace kstate::daemon {
 namespace {
 
 using SystemClock = std::chrono::system_clock;
-
-std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
-  const json::Value* value = json::find_path(object, path);
-  return value != nullptr && value->IsString() ? std::string(value->GetString(), value->GetStringLength())
-                                               : std::string();
-}
+using json::string_at;
 
 }  // namespace
 

@@ -11,9 +11,7 @@
 namespace kstate::states {
 namespace {
 
-std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
-  return std::string(json::string_or(json::find_path(object, path), ""));
-}
+using json::string_at;
 
 std::string kind_key(const std::string& group, const std::string& kind) {
   return group + "/" + kind;

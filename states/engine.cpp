@@ -41,6 +41,8 @@ namespace kstate::states {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using json::resource_version;
+using json::string_at;
 using manifests::Function;
 using manifests::State;
 using manifests::Strategy;
@@ -56,14 +58,6 @@ constexpr std::size_t max_warnings_per_state = 16;
 // How long an object_updated waits for an object kube-controller-manager makes in each
 // new namespace (ServiceAccount `default`, ConfigMap `kube-root-ca.crt`).
 constexpr std::chrono::milliseconds made_by_the_cluster_timeout{30000};
-
-std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
-  return std::string(json::string_or(json::find_path(object, path), ""));
-}
-
-std::string resource_version(const json::Value& object) {
-  return string_at(object, {"metadata", "resourceVersion"});
-}
 
 bool is_immutable_field_error(const Error& error) {
   if (error.kind != ErrorKind::invalid) {

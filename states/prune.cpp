@@ -57,12 +57,12 @@ std::string crd_group_from_name(const std::string& name) {
 LiveObject live_object_from_json(const json::Value& object) {
   LiveObject live;
   live.state = LiveState::found;
-  live.uid = std::string(json::string_or(json::find_path(object, {"metadata", "uid"}), ""));
+  live.uid = json::string_at(object, {"metadata", "uid"});
   live.labels = string_map(json::find_path(object, {"metadata", "labels"}));
   live.annotations = string_map(json::find_path(object, {"metadata", "annotations"}));
-  live.defines_group = std::string(json::string_or(json::find_path(object, {"spec", "group"}), ""));
-  live.defines_kind = std::string(json::string_or(json::find_path(object, {"spec", "names", "kind"}), ""));
-  live.defines_plural = std::string(json::string_or(json::find_path(object, {"spec", "names", "plural"}), ""));
+  live.defines_group = json::string_at(object, {"spec", "group"});
+  live.defines_kind = json::string_at(object, {"spec", "names", "kind"});
+  live.defines_plural = json::string_at(object, {"spec", "names", "plural"});
   live.defines_namespaced = json::string_or(json::find_path(object, {"spec", "scope"}), "Namespaced") != "Cluster";
   if (const json::Value* versions = json::find_path(object, {"spec", "versions"});
       versions != nullptr && versions->IsArray()) {

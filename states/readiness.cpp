@@ -12,6 +12,8 @@
 
 namespace kstate::states {
 
+using json::string_at;
+
 namespace {
 
 std::int64_t integer_at(const json::Value& object, std::initializer_list<std::string_view> path,
@@ -20,10 +22,6 @@ std::int64_t integer_at(const json::Value& object, std::initializer_list<std::st
   if (value == nullptr || !value->IsInt64())
     return fallback;
   return value->GetInt64();
-}
-
-std::string string_at(const json::Value& object, std::initializer_list<std::string_view> path) {
-  return std::string(json::string_or(json::find_path(object, path), ""));
 }
 
 bool has(const json::Value& object, std::initializer_list<std::string_view> path) {

@@ -459,8 +459,7 @@ Result<const json::Value*> crd_version_schema(const json::Value& crd, std::strin
       defined += (defined.empty() ? "" : ", ") + std::string(name);
     }
   }
-  return Error(ErrorKind::not_found, "CustomResourceDefinition " +
-                                         std::string(json::string_or(json::find_path(crd, {"metadata", "name"}), "")) +
+  return Error(ErrorKind::not_found, "CustomResourceDefinition " + json::string_at(crd, {"metadata", "name"}) +
                                          " defines no version " + std::string(version) +
                                          (defined.empty() ? "" : " (it defines " + defined + ")"));
 }

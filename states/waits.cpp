@@ -10,13 +10,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 namespace kstate::states {
-namespace {
 
-std::string resource_version(const json::Value& object) {
-  return std::string(json::string_or(json::find_path(object, {"metadata", "resourceVersion"}), ""));
-}
-
-}  // namespace
+using json::resource_version;
 
 asio::awaitable<void> pause_for(const SleepFunction& sleep, std::chrono::milliseconds duration) {
   if (sleep) {

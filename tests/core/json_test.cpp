@@ -148,6 +148,23 @@ TEST_CASE("documents on the pool allocator hold deep and large values") {
   CHECK(json::dump(copied) == json::dump(*parsed));
 }
 
+TEST_CASE("string_at reads a string at a path; anything else reads as empty") {
+  auto parsed = json::parse(
+      R"({"metadata":{"name":"web","resourceVersion":"4711","labels":{"app":"web"},"generation":3},"spec":"x"})");
+  REQUIRE(parsed.ok());
+  CHECK(json::string_at(*parsed, {"metadata", "name"}) == "web");
+  CHECK(json::string_at(*parsed, {"metadata", "labels", "app"}) == "web");
+  CHECK(json::string_at(*parsed, {"metadata", "uid"}).empty());         // absent
+  CHECK(json::string_at(*parsed, {"metadata", "generation"}).empty());  // not a string
+  CHECK(json::string_at(*parsed, {"metadata"}).empty());                // an object
+  CHECK(json::string_at(*parsed, {"spec", "replicas"}).empty());        // through a non-object
+  CHECK(json::string_at(*parsed, {"spec"}) == "x");
+  CHECK(json::resource_version(*parsed) == "4711");
+  auto bare = json::parse(R"({"kind":"ConfigMap"})");
+  REQUIRE(bare.ok());
+  CHECK(json::resource_version(*bare).empty());
+}
+
 namespace {
 
 // What the API server sends for a ConfigMap: its managedFields (one entry per field

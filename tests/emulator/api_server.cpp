@@ -35,6 +35,7 @@ namespace {
 
 using json::Allocator;
 using json::Document;
+using json::string_at;
 using json::Value;
 
 Response json_response(int status, std::string body) {
@@ -168,10 +169,6 @@ std::string sha512_hex(std::string_view data) {
     out += hex[byte & 15];
   }
   return out;
-}
-
-std::string string_at(const Value& object, std::initializer_list<std::string_view> path) {
-  return std::string(json::string_or(json::find_path(object, path), ""));
 }
 
 Value* find_mutable(Value& object, std::initializer_list<std::string_view> path) {

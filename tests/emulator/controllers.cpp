@@ -14,6 +14,7 @@ namespace {
 
 using json::Allocator;
 using json::Document;
+using json::string_at;
 using json::Value;
 
 const char* const kRootCaDescription =
@@ -21,10 +22,6 @@ const char* const kRootCaDescription =
     "internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes "
     "clusters.";
 const char* const kCrdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io";
-
-std::string string_at(const Value& object, std::initializer_list<std::string_view> path) {
-  return std::string(json::string_or(json::find_path(object, path), ""));
-}
 
 std::int64_t integer_at(const Value& object, std::initializer_list<std::string_view> path) {
   const Value* value = json::find_path(object, path);

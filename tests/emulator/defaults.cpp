@@ -18,6 +18,7 @@ namespace kstate::emulator {
 namespace {
 
 using json::Allocator;
+using json::string_at;
 using json::Value;
 
 // The Go zero value's non-omitempty fields per kind (plural, built-in kinds).
@@ -87,10 +88,6 @@ void set_default(Value& object, std::string_view key, Value value, Allocator& al
 
 void set_default_string(Value& object, std::string_view key, std::string_view value, Allocator& allocator) {
   set_default(object, key, json::make_string(value, allocator), allocator);
-}
-
-std::string string_at(const Value& object, std::initializer_list<std::string_view> path) {
-  return std::string(json::string_or(json::find_path(object, path), ""));
 }
 
 // Copies the members of `zero` that `object` lacks, and recurses into objects both have.

@@ -11,6 +11,7 @@ namespace kstate::emulator {
 namespace {
 
 using json::Allocator;
+using json::string_at;
 using json::Value;
 
 const char* const kNameDescription =
@@ -23,10 +24,6 @@ const char* const kAgeDescription =
     "guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is "
     "represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
     "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
-
-std::string string_at(const Value& object, std::initializer_list<std::string_view> path) {
-  return std::string(json::string_or(json::find_path(object, path), ""));
-}
 
 std::int64_t integer_at(const Value& object, std::initializer_list<std::string_view> path) {
   const Value* value = json::find_path(object, path);
