@@ -25,7 +25,6 @@ namespace kstate::states {
 using Clock = std::chrono::steady_clock;
 using json::string_at;
 using manifests::Function;
-using manifests::Strategy;
 
 namespace {
 
@@ -185,7 +184,7 @@ asio::awaitable<void> Engine::Impl::prepare_ahead(const Plan& plan) {
       continue;
     }
     Slot& slot = slots[node];
-    if (!slot.selected || !slot.resource || slot.ref.name.empty() || slot.present_started ||
+    if (!slot.selected || !slot.resource || slot.ref.name.empty() || slot.status != SlotStatus::waiting ||
         states[node].function != Function::object_present) {
       continue;
     }
@@ -197,7 +196,6 @@ asio::awaitable<void> Engine::Impl::prepare_ahead(const Plan& plan) {
   }
 }
 
-// Runs task(0..count-1) with at most options.concurrency in flight.
 // What the ordering planner needs to know about each state.
 std::vector<PlanItem> Engine::Impl::plan_items() const {
   std::vector<PlanItem> items(states.size());
@@ -237,7 +235,7 @@ asio::awaitable<void> Engine::Impl::run_plan(const Plan& plan) {
   };
   co_await states::run_plan(plan, options.concurrency, run_node);
   for (std::size_t i = 0; i < slots.size(); ++i) {
-    if (slots[i].selected && !slots[i].done) {
+    if (slots[i].selected && !slots[i].finished()) {
       start_result(i);
       fail(i, "not run: its dependencies never completed");
     }
@@ -246,8 +244,7 @@ asio::awaitable<void> Engine::Impl::run_plan(const Plan& plan) {
 
 void Engine::Impl::fail(std::size_t index, std::string comment) {
   Slot& slot = slots[index];
-  slot.failed = true;
-  slot.done = true;
+  slot.status = SlotStatus::failed;
   slot.result.result = false;
   slot.result.comment = std::move(comment);
   log_with(log_fields(slot, "failed"), spdlog::level::warn, "failed {} ({}): {}", slot.result.name,
@@ -293,7 +290,9 @@ std::string Engine::Impl::one_line(std::string_view comment) {
 
 void Engine::Impl::succeed(std::size_t index, std::string comment) {
   Slot& slot = slots[index];
-  slot.done = true;
+  if (!slot.failed()) {
+    slot.status = SlotStatus::succeeded;
+  }
   slot.result.result = true;
   slot.result.comment = std::move(comment);
 }
@@ -301,11 +300,13 @@ void Engine::Impl::succeed(std::size_t index, std::string comment) {
 // A change made (real mode) or pending (test mode), with its diff.
 void Engine::Impl::changed(std::size_t index, Change change, const std::string& diff) {
   Slot& slot = slots[index];
-  slot.done = true;
+  if (!slot.failed()) {
+    slot.status = SlotStatus::succeeded;
+  }
   slot.result.change = change;
   const std::string verb = to_string(change);
-  slot.changed_something = true;
-  slot.created = slot.created || change == Change::created;
+  slot.made_a_change = true;
+  slot.created_by_this_run = slot.created_by_this_run || change == Change::created;
   if (!options.record_diffs) {
     set_only_change(slot.result.changes, verb, slot.result.name);
   } else if (!diff.empty()) {
@@ -355,6 +356,7 @@ asio::awaitable<void> Engine::Impl::execute(std::size_t index, const PlanNode& n
   auto started = Clock::now();
   Slot& slot = slots[index];
   slot.started = started;
+  slot.status = SlotStatus::running;
   start_result(index);
   std::vector<RequisiteStatus> requisites;
   for (std::size_t d : node.requires_nodes) {
@@ -363,9 +365,9 @@ asio::awaitable<void> Engine::Impl::execute(std::size_t index, const PlanNode& n
     }
     RequisiteStatus& status = requisites.emplace_back();
     status.id = states[d].id;
-    status.outcome = slots[d].failed              ? RequisiteOutcome::failed
-                     : slots[d].changed_something ? RequisiteOutcome::changed
-                                                  : RequisiteOutcome::unchanged;
+    status.outcome = slots[d].failed()        ? RequisiteOutcome::failed
+                     : slots[d].made_a_change ? RequisiteOutcome::changed
+                                              : RequisiteOutcome::unchanged;
     status.onchanges = std::binary_search(node.onchanges_nodes.begin(), node.onchanges_nodes.end(), d);
     status.watched = std::binary_search(node.watch_nodes.begin(), node.watch_nodes.end(), d);
   }
@@ -594,7 +596,7 @@ asio::awaitable<RunReport> Engine::run(std::vector<manifests::State>& states) {
     if (slot.resource && states[i].function != Function::object_absent && !slot.ref.name.empty()) {
       const auto& gvk = slot.ref.gvk;
       report.declared.insert(ObjectKey{gvk.group, gvk.kind, slot.ref.ns, slot.ref.name});
-      if (!slot.failed && !slot.uid.empty() && states[i].function == Function::object_present) {
+      if (!slot.failed() && !slot.uid.empty() && states[i].function == Function::object_present) {
         report.applied.push_back(
             {gvk.group, gvk.version, gvk.kind, slot.ref.ns, slot.ref.name, slot.uid, states[i].source.file});
       }

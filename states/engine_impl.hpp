@@ -1,6 +1,6 @@
 // The engine's run (Engine::Impl), private to states/: what one run of the engine
-// holds (the states' slots, the stages it drives) and its steps, declared here and
-// defined in a file per concern:
+// holds (its RunState, states/run_state.hpp: the states' slots and what they share;
+// the stages it drives) and its steps, declared here and defined in a file per concern:
 //  - states/engine.cpp: the orchestration (resolve the kinds, plan, start the reads,
 //    run the plan, execute and dispatch one state, results and warnings);
 //  - states/object_present.cpp: object_present (decide, create / replace / apply, take
@@ -34,46 +34,18 @@
 #include "states/engine.hpp"
 #include "states/live_objects.hpp"
 #include "states/ordering.hpp"
+#include "states/run_state.hpp"
 #include "states/schema_validation.hpp"
 #include "states/takeover.hpp"
 #include "states/waits.hpp"
 
 namespace kstate::states {
 
-struct Engine::Impl {
+struct Engine::Impl : RunState {
   using Clock = std::chrono::steady_clock;
   using State = manifests::State;
 
-  struct Slot {
-    // The object present() sends, built ahead while the live objects are being read
-    // (EngineOptions::prepare_ahead); present() takes it.
-    std::optional<json::Document> prepared;
-    bool present_started = false;
-    std::shared_ptr<const ApiResource> resource;  // shared by the states of one kind
-    std::optional<Error> resolve_error;
-    ObjectRef ref;
-    StateResult result;
-    bool selected = true;  // EngineOptions::selected
-    bool failed = false;
-    bool done = false;
-    bool changed_something = false;            // made or (test mode) would make a change: onchanges, watch
-    bool created = false;                      // (or would be) created by this run
-    std::string uid;                           // of the object as it exists after an object_present
-    bool create_raced = false;                 // a create of it was answered 409 AlreadyExists
-    bool rediscovered = false;                 // a write of it was answered 404 page not found (rediscover)
-    std::optional<Clock::time_point> started;  // when execute() began it
-    // The server's warnings on the requests made for this state (its pair's read's are
-    // LiveObjects'), printable; they go into its result when it ends.
-    std::vector<std::string> warnings;
-    // An existing object kstate did not create, taken over by this write (adoption.hpp):
-    // reported "adopted"; `adopted_from` names the tool that managed it, if any.
-    bool adopting = false;
-    std::string adopted_from;
-    // The managers whose fields this object_present took over (takeover.hpp), and in
-    // test mode the plan, to show what the apply after it would remove.
-    std::vector<std::string> taken_over_from;
-    std::optional<TakeoverPlan> takeover;
-  };
+  using Slot = StateSlot;
 
   // What test mode found checking an object locally (check_locally).
   struct LocalCheck {
@@ -88,7 +60,6 @@ struct Engine::Impl {
   KindResolver& resolver;
   const EngineOptions& options;
   std::vector<State>& states;
-  std::vector<Slot> slots;
   // The run's reads of live objects: each pair read once, in the background.
   LiveObjects live_objects;
   Clock::time_point run_started;
@@ -99,25 +70,18 @@ struct Engine::Impl {
   std::map<GroupVersionKind, std::shared_ptr<const ApiResource>> kinds_resolved_up_front;
   bool preparing = false;  // prepare_ahead() is running (it refers to this Impl)
   std::unique_ptr<Signal> prepared_all;
-  // Test mode: Namespaces and CRD kinds that would only be created by this run.
-  std::set<std::string> pending_namespaces;
   // The CRDs this run creates or updates, the server's, and discovery's lag behind them.
   CrdVersions crd_versions;
-  // Test mode: objects an object_present of this run would create ("Kind/ns/name").
-  std::set<std::string> pending_objects;
-  bool crd_established_since_refresh = false;
   // rediscover: discovery read again once per run, by the first state whose write met a
   // path the server does not serve; the others wait for that read.
   SharedResult<Status> rediscovered;
-  // Warning texts already logged by this run (each is logged once per run).
-  std::set<std::string, std::less<>> logged_warnings;
 
   Impl(DynamicClient& c, KindResolver& r, const EngineOptions& o, std::vector<State>& s)
-      : client(c),
+      : RunState(s.size()),
+        client(c),
         resolver(r),
         options(o),
         states(s),
-        slots(s.size()),
         live_objects(c, o, s.size()),
         crd_versions(c, r, o.sleep) {}
 

@@ -133,7 +133,6 @@ asio::awaitable<Status> Engine::Impl::find_generated(std::size_t index) {
 asio::awaitable<void> Engine::Impl::present(std::size_t index) {
   Slot& slot = slots[index];
   State& state = states[index];
-  slot.present_started = true;
   if (slot.ref.name.empty()) {
     if (auto found = co_await find_generated(index); !found.ok()) {
       fail(index, found.error().describe());
@@ -189,7 +188,7 @@ asio::awaitable<void> Engine::Impl::present(std::size_t index) {
                             string_at(*live, {"metadata", "deletionTimestamp"}) +
                             "): it is created again once it is gone";
       if (options.test_mode) {
-        slot.done = true;
+        slot.status = SlotStatus::succeeded;
         slot.result.result = std::nullopt;
         slot.result.comment = comment;
       } else {
@@ -239,17 +238,17 @@ asio::awaitable<void> Engine::Impl::present(std::size_t index) {
     co_return;
   }
   if (!written.ok() && written.error().kind == ErrorKind::already_exists && !slot.ref.name.empty() &&
-      !slot.create_raced) {
+      !slot.create_answered_already_exists) {
     // Made by someone else since it was read (e.g. kube-controller-manager's `default`
     // ServiceAccount in a new namespace): read it, and decide again as for any object
     // that exists (adopt, create-only, replace).
-    slot.create_raced = true;
+    slot.create_answered_already_exists = true;
     live_objects.read_when_run(index);
     co_await present(index);
     co_return;
   }
-  if (!written.ok() && written.error().resource_not_served && !slot.rediscovered) {
-    slot.rediscovered = true;
+  if (!written.ok() && written.error().resource_not_served && !slot.discovery_read_again) {
+    slot.discovery_read_again = true;
     if (co_await rediscover(index, written.error())) {
       co_await present(index);
     }

@@ -295,8 +295,8 @@ asio::awaitable<void> Engine::Impl::restart_for_watch(std::size_t index,
   input.group = slot.ref.gvk.group;
   input.kind = slot.ref.gvk.kind;
   input.function = states[index].function;
-  input.state_failed = slot.failed || !slot.resource;
-  input.created = slot.created;
+  input.state_failed = slot.failed() || !slot.resource;
+  input.created = slot.created_by_this_run;
   input.test_mode = options.test_mode;
   std::string because;
   for (const auto& id : watched_changes) {
@@ -309,7 +309,7 @@ asio::awaitable<void> Engine::Impl::restart_for_watch(std::size_t index,
   }
   if (restart == Restart::would_restart) {
     json::set_string(changes, "restart", "would be restarted: " + because + " would change", changes.GetAllocator());
-    slot.changed_something = true;
+    slot.made_a_change = true;
     slot.result.result = std::nullopt;
     slot.result.comment += "; would be restarted (watch: " + because + ")";
     co_return;
@@ -327,7 +327,7 @@ asio::awaitable<void> Engine::Impl::restart_for_watch(std::size_t index,
   }
   json::set_string(changes, "restarted", std::string(restarted_at_annotation) + "=" + timestamp,
                    changes.GetAllocator());
-  slot.changed_something = true;
+  slot.made_a_change = true;
   slot.result.comment += "; restarted (watch: " + because + " changed)";
   spdlog::info("restarted {} ({}): watch {} changed", slot.result.name, slot.result.source.to_string(), because);
 }

@@ -14,7 +14,6 @@ namespace kstate::states {
 
 using json::string_at;
 using manifests::Function;
-using manifests::Strategy;
 
 // Test mode: the namespace of this object is itself only created by this run, so
 // the server cannot validate the object yet.

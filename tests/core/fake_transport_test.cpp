@@ -16,6 +16,7 @@ namespace fake_transport_test {
 
 using namespace kstate;
 using kstate::testing::FakeTransport;
+using kstate::testing::query_value;
 using namespace std::chrono_literals;
 
 namespace {
@@ -28,15 +29,6 @@ ApiResource deployments() {
   resource.plural = "deployments";
   resource.namespaced = true;
   return resource;
-}
-
-std::string query_value(const Request& request, const std::string& key) {
-  for (const auto& [name, value] : request.query) {
-    if (name == key) {
-      return value;
-    }
-  }
-  return "";
 }
 
 }  // namespace

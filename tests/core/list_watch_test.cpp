@@ -18,6 +18,7 @@ namespace list_watch_test {
 using namespace kstate;
 using kstate::testing::Emulator;
 using kstate::testing::FakeTransport;
+using kstate::testing::query_value;
 
 namespace {
 
@@ -42,15 +43,6 @@ std::string list_body(const std::vector<std::string>& items, int version) {
   }
   return R"({"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":")" + std::to_string(version) +
          R"("},"items":[)" + joined + "]}";
-}
-
-std::string query_value(const Request& request, const std::string& key) {
-  for (const auto& [name, value] : request.query) {
-    if (name == key) {
-      return value;
-    }
-  }
-  return "";
 }
 
 std::string describe(const WatchEvent& event) {

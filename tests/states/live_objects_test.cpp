@@ -15,6 +15,7 @@ namespace live_objects_test {
 
 using namespace kstate;
 using kstate::testing::FakeTransport;
+using kstate::testing::query_value;
 using states::LiveObjects;
 using states::ObjectRef;
 
@@ -37,33 +38,6 @@ std::string not_found(const std::string& kind, const std::string& name) {
   return R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,)"
          R"("message":")" +
          kind + " \\\"" + name + R"(\" not found","details":{"name":")" + name + R"(","kind":")" + kind + R"("}})";
-}
-
-ApiResource namespaces_resource() {
-  ApiResource resource;
-  resource.version = "v1";
-  resource.kind = "Namespace";
-  resource.plural = "namespaces";
-  resource.namespaced = false;
-  return resource;
-}
-
-ApiResource service_accounts_resource() {
-  ApiResource resource;
-  resource.version = "v1";
-  resource.kind = "ServiceAccount";
-  resource.plural = "serviceaccounts";
-  resource.namespaced = true;
-  return resource;
-}
-
-std::string query_value(const Request& request, const std::string& key) {
-  for (const auto& [name, value] : request.query) {
-    if (name == key) {
-      return value;
-    }
-  }
-  return "";
 }
 
 // The server as a table "VERB /path" -> (status, body); anything else is 500.
@@ -173,10 +147,10 @@ TEST_CASE("a pair in a declared Namespace that does not exist is not read") {
   harness.answers["GET /api/v1/namespaces/new"] = {404, not_found("namespaces", "new")};
   harness.answers["GET /api/v1/namespaces/new/serviceaccounts/default"] = {
       200, R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default","namespace":"new"}})"};
-  const std::size_t ns = harness.add(namespaces_resource(), "", "new");
+  const std::size_t ns = harness.add(kstate::testing::namespaces_resource(), "", "new");
   const std::size_t first = harness.add_config_map("new", "one");
   const std::size_t second = harness.add_config_map("new", "two");
-  const std::size_t account = harness.add(service_accounts_resource(), "new", "default");
+  const std::size_t account = harness.add(kstate::testing::serviceaccounts_resource(), "new", "default");
   LiveObjects live(harness.client, harness.options, harness.targets.size());
   harness.read_all(live);
   CHECK(harness.requests() == std::vector<std::string>{"GET /api/v1/namespaces/new"});
@@ -199,8 +173,8 @@ TEST_CASE("a Namespace found in the Namespaces' LIST is read into; one missing f
   harness.answers["GET /api/v1/namespaces/hidden"] = {200, R"({"kind":"Namespace","metadata":{"name":"hidden"}})"};
   harness.answers["GET /api/v1/namespaces/old/configmaps/web"] = {200, config_map("old", "web")};
   harness.answers["GET /api/v1/namespaces/hidden/configmaps/web"] = {200, config_map("hidden", "web")};
-  harness.add(namespaces_resource(), "", "old");
-  harness.add(namespaces_resource(), "", "hidden");
+  harness.add(kstate::testing::namespaces_resource(), "", "old");
+  harness.add(kstate::testing::namespaces_resource(), "", "hidden");
   const std::size_t in_old = harness.add_config_map("old", "web");
   const std::size_t in_hidden = harness.add_config_map("hidden", "web");
   LiveObjects live(harness.client, harness.options, harness.targets.size());
@@ -324,8 +298,9 @@ TEST_CASE("the objects the cluster makes in each namespace this run created are 
   live.namespace_created("fresh");
   CHECK(live.made_by_the_cluster_here(config_maps, root_ca));
   CHECK_FALSE(live.made_by_the_cluster_here(config_maps, other));
-  CHECK(live.made_by_the_cluster_here(service_accounts_resource(),
-                                      ObjectRef{service_accounts_resource().gvk(), "fresh", "default"}));
+  CHECK(
+      live.made_by_the_cluster_here(kstate::testing::serviceaccounts_resource(),
+                                    ObjectRef{kstate::testing::serviceaccounts_resource().gvk(), "fresh", "default"}));
   CHECK_FALSE(
       live.made_by_the_cluster_here(config_maps, ObjectRef{config_maps.gvk(), "elsewhere", "kube-root-ca.crt"}));
 }

@@ -15,6 +15,7 @@ namespace state_functions_test {
 
 using namespace kstate;
 using kstate::testing::FakeTransport;
+using kstate::testing::query_value;
 using manifests::Function;
 using states::Change;
 using std::chrono::milliseconds;
@@ -24,15 +25,6 @@ namespace {
 constexpr const char* web_path = "/api/v1/namespaces/default/configmaps/web";
 constexpr const char* collection_path = "/api/v1/namespaces/default/configmaps";
 constexpr const char* managed_by = "app.kubernetes.io/managed-by";
-
-std::string query_value(const Request& request, const std::string& key) {
-  for (const auto& [name, value] : request.query) {
-    if (name == key) {
-      return value;
-    }
-  }
-  return "";
-}
 
 struct ConfigMapResolver final : states::KindResolver {
   asio::awaitable<Result<ApiResource>> resolve(const GroupVersionKind& gvk) override {

@@ -14,6 +14,7 @@ namespace waits_test {
 
 using namespace kstate;
 using kstate::testing::FakeTransport;
+using kstate::testing::query_value;
 using states::ObjectWait;
 using states::Readiness;
 using states::ReadinessCheck;
@@ -44,15 +45,6 @@ ReadinessCheck ready_flag(const json::Value* object) {
     return {Readiness::ready, ""};
   }
   return {flag == "never" ? Readiness::failed : Readiness::not_ready, "data.ready is " + flag};
-}
-
-std::string query_value(const Request& request, const std::string& key) {
-  for (const auto& [name, value] : request.query) {
-    if (name == key) {
-      return value;
-    }
-  }
-  return "";
 }
 
 // One wait on ConfigMap default/web through the fake, its pauses recorded.

@@ -16,4 +16,22 @@ inline ApiResource configmaps_resource() {
   return resource;
 }
 
+// v1 namespaces, cluster-scoped.
+inline ApiResource namespaces_resource() {
+  ApiResource resource;
+  resource.version = "v1";
+  resource.kind = "Namespace";
+  resource.plural = "namespaces";
+  resource.namespaced = false;
+  return resource;
+}
+
+// v1 serviceaccounts, namespaced.
+inline ApiResource serviceaccounts_resource() {
+  ApiResource resource = configmaps_resource();
+  resource.kind = "ServiceAccount";
+  resource.plural = "serviceaccounts";
+  return resource;
+}
+
 }  // namespace kstate::testing

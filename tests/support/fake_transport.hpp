@@ -30,6 +30,16 @@
 
 namespace kstate::testing {
 
+// The value of a request's query parameter `key` ("" when it has none).
+inline std::string query_value(const Request& request, const std::string& key) {
+  for (const auto& [name, value] : request.query) {
+    if (name == key) {
+      return value;
+    }
+  }
+  return "";
+}
+
 class FakeTransport final : public Transport {
  public:
   using Handler = std::function<Result<Response>(const Request&)>;
