@@ -54,6 +54,23 @@ std::string labelled(const std::string& name, const std::string& uid, bool kstat
          uid + R"("}})";
 }
 
+// An inventory with one pending entry (added `earlier`) and the server it is looked up on.
+struct Lookup {
+  FakeTransport fake;
+  DynamicClient client{fake};
+  ConfigMapsResolver resolver;
+  boost::asio::io_context io;
+  Inventory inventory;
+  explicit Lookup(const std::string& name) {
+    InventoryEntry pending = config_map(name);
+    pending.since = earlier;
+    inventory.pending = {pending};
+  }
+  void recover(TimePoint at, const std::string& id = "id") {
+    run_sync(io, states::recover_pending(client, resolver, inventory, {}, id, "team", at));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("add_pending: intents become pending once, dated now; earlier pending keep their date") {
@@ -117,14 +134,8 @@ TEST_CASE("declare_generated: a generateName state declares its recorded objects
 }
 
 TEST_CASE("recover_pending: an earlier cycle's pending entry is recorded when found with kstate's labels") {
-  FakeTransport fake;
-  DynamicClient client(fake);
-  ConfigMapsResolver resolver;
-  boost::asio::io_context io;
-  Inventory inventory;
-  InventoryEntry pending = config_map("interrupted");
-  pending.since = earlier;
-  inventory.pending = {pending};
+  Lookup lookup("interrupted");
+  FakeTransport& fake = lookup.fake;
   struct Row {
     const char* name;
     int status;
@@ -146,43 +157,35 @@ TEST_CASE("recover_pending: an earlier cycle's pending entry is recorded when fo
   for (const Row& row : rows) {
     DYNAMIC_SECTION(row.name) {
       fake.respond(row.status, row.body);
-      run_sync(io, states::recover_pending(client, resolver, inventory, {}, "applyset-id", "team", row.at));
+      lookup.recover(row.at, "applyset-id");
       REQUIRE(fake.requests().size() == 1);
       CHECK(fake.requests()[0].path == "/api/v1/namespaces/team/configmaps");
       CHECK(fake.requests()[0].target().find("labelSelector=applyset.kubernetes.io%2Fpart-of%3Dapplyset-id") !=
             std::string::npos);
-      const InventoryEntry* recorded = inventory.find(pending.key());
+      const InventoryEntry* recorded = lookup.inventory.find(config_map("interrupted").key());
       CHECK((recorded != nullptr) == row.recorded);
       if (recorded != nullptr) {
         CHECK(recorded->uid == "u-9");
       }
-      CHECK(inventory.pending.size() == (row.still_pending ? 1U : 0U));
+      CHECK(lookup.inventory.pending.size() == (row.still_pending ? 1U : 0U));
     }
   }
 }
 
 TEST_CASE("recover_pending: a pending entry missing for the whole grace period is dropped") {
-  FakeTransport fake;
-  DynamicClient client(fake);
-  ConfigMapsResolver resolver;
-  boost::asio::io_context io;
-  Inventory inventory;
-  InventoryEntry pending = config_map("never-made");
-  pending.since = earlier;
-  inventory.pending = {pending};
+  Lookup lookup("never-made");
   const std::string empty = R"({"kind":"ConfigMapList","items":[]})";
-  fake.respond(200, empty);
-  run_sync(io, states::recover_pending(client, resolver, inventory, {}, "id", "team", now));
-  REQUIRE(inventory.pending.size() == 1);
-  CHECK(inventory.pending[0].missing_since == now);
-  fake.respond(200, empty);
-  run_sync(io, states::recover_pending(client, resolver, inventory, {}, "id", "team",
-                                       now + states::pending_grace - seconds(1)));
-  CHECK(inventory.pending.size() == 1);
-  fake.respond(200, empty);
-  run_sync(io, states::recover_pending(client, resolver, inventory, {}, "id", "team", now + states::pending_grace));
-  CHECK(inventory.pending.empty());
-  CHECK(inventory.entries.empty());
+  lookup.fake.respond(200, empty);
+  lookup.recover(now);
+  REQUIRE(lookup.inventory.pending.size() == 1);
+  CHECK(lookup.inventory.pending[0].missing_since == now);
+  lookup.fake.respond(200, empty);
+  lookup.recover(now + states::pending_grace - seconds(1));
+  CHECK(lookup.inventory.pending.size() == 1);
+  lookup.fake.respond(200, empty);
+  lookup.recover(now + states::pending_grace);
+  CHECK(lookup.inventory.pending.empty());
+  CHECK(lookup.inventory.entries.empty());
 }
 
 }  // namespace cycle_inventory_test
