@@ -7,18 +7,12 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/strings.hpp"
+
 namespace kstate::manifests {
 namespace {
 
 using Pointer = rapidjson::GenericPointer<json::Value>;
-
-std::string trimmed(std::string_view text) {
-  const auto begin = text.find_first_not_of(" \t\n");
-  if (begin == std::string_view::npos) {
-    return {};
-  }
-  return std::string(text.substr(begin, text.find_last_not_of(" \t\n") - begin + 1));
-}
 
 }  // namespace
 
@@ -26,7 +20,7 @@ Result<std::vector<std::string>> parse_ignore_fields(std::string_view text) {
   std::vector<std::string> pointers;
   while (!text.empty()) {
     const std::size_t comma = text.find(',');
-    std::string pointer = trimmed(text.substr(0, comma));
+    std::string pointer = std::string(strings::trim(text.substr(0, comma)));
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     if (pointer.empty()) {
       continue;
@@ -70,7 +64,7 @@ Result<IgnoreFieldsRule> parse_ignore_fields_rule(std::string_view text) {
   std::string_view object = text.substr(0, equals);
   while (true) {
     const std::size_t slash = object.find('/');
-    parts.push_back(trimmed(object.substr(0, slash)));
+    parts.push_back(std::string(strings::trim(object.substr(0, slash))));
     if (slash == std::string_view::npos) {
       break;
     }
