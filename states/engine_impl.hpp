@@ -3,6 +3,8 @@
 // the stages it drives) and its steps, declared here and defined in a file per concern:
 //  - states/engine.cpp: the orchestration (resolve the kinds, plan, start the reads,
 //    run the plan, execute and dispatch one state, results and warnings);
+//  - states/state_outcomes.cpp: a state's outcome (failed, succeeded, changed) in its
+//    slot, its log line, and the server's warnings in its result;
 //  - states/object_present.cpp: object_present (decide, create / replace / apply, take
 //    fields over, the 409 retry, immutable fields, rediscovery);
 //  - states/state_functions.cpp: object_updated, object_absent, and what the three
@@ -110,21 +112,22 @@ struct Engine::Impl : RunState {
   // The plan.
   std::vector<PlanItem> plan_items() const;
   asio::awaitable<void> run_plan(const Plan& plan);
-  // Results.
-  void fail(std::size_t index, std::string comment);
-  LogFields log_fields(const Slot& slot, std::string_view action) const;
-  static std::string one_line(std::string_view comment);
-  void succeed(std::size_t index, std::string comment);
-  void changed(std::size_t index, Change change, const std::string& diff);
-  static void set_only_change(json::Document& changes, std::string_view key, std::string_view text);
   // One state.
   void start_result(std::size_t index);
   asio::awaitable<void> execute(std::size_t index, const PlanNode& node);
-  void report_warnings(std::size_t index);
   asio::awaitable<void> dispatch(std::size_t index);
   // "apps.v1.Deployment.ns.name", the label kubectl diff gives the compared files.
   static std::string diff_label(const ObjectRef& ref);
   static std::string short_hash(std::string_view text);
+
+  // --- states/state_outcomes.cpp: a state's outcome in its slot ------------------
+  void fail(std::size_t index, std::string comment);
+  void succeed(std::size_t index, std::string comment);
+  void changed(std::size_t index, Change change, const std::string& diff);
+  LogFields log_fields(const Slot& slot, std::string_view action) const;
+  static std::string one_line(std::string_view comment);
+  static void set_only_change(json::Document& changes, std::string_view key, std::string_view text);
+  void report_warnings(std::size_t index);
 
   // --- states/object_present.cpp --------------------------------------------------
   asio::awaitable<void> present(std::size_t index);
