@@ -1,0 +1,66 @@
+// A Clock whose time moves only when a test says so (core/clock.hpp): advance() fires
+// every timer that falls due, in due order, and lets what each one starts run before
+// time moves on. So a test of a 30 s back-off or a 1 h resync takes microseconds and
+// never depends on how loaded the machine is.
+//
+// Two ways to drive it:
+//   - the test runs the io_context on its own thread: advance() runs the ready handlers
+//     itself (io_context::poll);
+//   - the io_context runs on another thread (the daemon loop in runner tests):
+//     run_elsewhere() once, then advance() waits for that thread to run them.
+// As with asio's timers, a wait in progress keeps io_context::run() from returning;
+// unlike them, destroying a timer drops its waits without running them.
+#pragma once
+
+#include <utility>
+// (keep <utility> first for Boost 1.74's awaitable.hpp)
+
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "core/clock.hpp"
+
+namespace kstate::testing {
+
+class ManualClock final : public Clock {
+ public:
+  // Starts at a fixed monotonic time and at 2026-01-01T00:00:00Z. Timers post their
+  // handlers to `io`; the waits still pending when `io` is destroyed are dropped then,
+  // as asio drops its own, so either may outlive the other.
+  explicit ManualClock(asio::io_context& io);
+  ~ManualClock() override;
+  ManualClock(const ManualClock&) = delete;
+  ManualClock& operator=(const ManualClock&) = delete;
+
+  SteadyTime steady_now() const override;
+  WallTime wall_now() const override;
+  std::unique_ptr<Timer> make_timer(const asio::any_io_executor& executor) const override;
+
+  // Moves both times forward by `duration`. Each timer that falls due meanwhile fires at
+  // its own time, earliest first (ties in the order they were set), and its handlers,
+  // and whatever they post in turn, run before time moves on: a timer they set within
+  // the window fires within it too.
+  void advance(std::chrono::steady_clock::duration duration);
+
+  // The io_context runs on another thread from now on: advance() waits for it, calling
+  // `while_waiting` meanwhile (e.g. to read what the loop sends, so it never blocks).
+  void run_elsewhere(std::function<void()> while_waiting = {});
+
+  // When the earliest timer with a wait in progress falls due; nullopt when none waits.
+  std::optional<SteadyTime> next_due() const;
+
+  struct State;
+
+ private:
+  // Until the handlers posted so far, and what they post in turn, have run.
+  void settle();
+
+  asio::io_context& io_;
+  std::shared_ptr<State> state_;
+  bool elsewhere_ = false;
+  std::function<void()> while_waiting_;
+};
+
+}  // namespace kstate::testing
