@@ -51,12 +51,14 @@ class ManualClock final : public Clock {
   // When the earliest timer with a wait in progress falls due; nullopt when none waits.
   std::optional<SteadyTime> next_due() const;
 
+  // Returns once the handlers posted so far, and what they post in turn, have run: with
+  // the io_context on another thread, what that thread was doing is done and its timers
+  // are set, so an advance() that follows counts from them.
+  void settle();
+
   struct State;
 
  private:
-  // Until the handlers posted so far, and what they post in turn, have run.
-  void settle();
-
   asio::io_context& io_;
   std::shared_ptr<State> state_;
   bool elsewhere_ = false;
