@@ -21,8 +21,8 @@ class ManualTimer;
 struct ManualClock::State {
   std::mutex mutex;
   SteadyTime steady{std::chrono::hours(1000)};
-  WallTime wall{std::chrono::seconds(1767225600)};  // 2026-01-01T00:00:00Z
-  std::uint64_t sequence = 0;                       // the order timers were set in, for ties
+  WallTime wall;
+  std::uint64_t sequence = 0;  // the order timers were set in, for ties
   std::set<ManualTimer*> timers;
   bool io_gone = false;  // the io_context was destroyed: nothing can run any more
   // Handlers posted so far: advance() waits until a round posts none.
@@ -190,7 +190,8 @@ asio::execution_context::id ManualClockService::id;
 
 }  // namespace
 
-ManualClock::ManualClock(asio::io_context& io) : io_(io), state_(std::make_shared<State>()) {
+ManualClock::ManualClock(asio::io_context& io, WallTime wall_start) : io_(io), state_(std::make_shared<State>()) {
+  state_->wall = wall_start;
   asio::use_service<ManualClockService>(static_cast<asio::execution_context&>(io)).add(state_);
 }
 

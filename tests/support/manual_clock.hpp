@@ -26,10 +26,13 @@ namespace kstate::testing {
 
 class ManualClock final : public Clock {
  public:
-  // Starts at a fixed monotonic time and at 2026-01-01T00:00:00Z. Timers post their
-  // handlers to `io`; the waits still pending when `io` is destroyed are dropped then,
-  // as asio drops its own, so either may outlive the other.
-  explicit ManualClock(asio::io_context& io);
+  // 2026-01-01T00:00:00Z: where the wall time starts unless a test says otherwise.
+  static constexpr std::chrono::seconds default_wall_start{1767225600};
+
+  // Starts at a fixed monotonic time and at `wall_start`. Timers post their handlers to
+  // `io`; the waits still pending when `io` is destroyed are dropped then, as asio
+  // drops its own, so either may outlive the other.
+  explicit ManualClock(asio::io_context& io, WallTime wall_start = WallTime(default_wall_start));
   ~ManualClock() override;
   ManualClock(const ManualClock&) = delete;
   ManualClock& operator=(const ManualClock&) = delete;
