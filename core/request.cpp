@@ -283,6 +283,24 @@ Result<Request> watch(const ApiResource& resource, std::string_view ns, const Li
   return request;
 }
 
+namespace {
+
+// A write to `path` (POST, PUT, PATCH): its body, dry run, field manager and
+// validation. Safe to send again only when `idempotent` (the caller says which).
+Request write_request(std::string verb, std::string path, std::string content_type, std::string body, bool idempotent,
+                      const WriteOptions& options) {
+  Request request;
+  request.verb = std::move(verb);
+  request.path = std::move(path);
+  request.content_type = std::move(content_type);
+  request.body = std::move(body);
+  request.idempotent = idempotent;
+  add_write_options(request, options);
+  return request;
+}
+
+}  // namespace
+
 Result<Request> create(const ApiResource& resource, std::string_view ns, std::string body,
                        const WriteOptions& options) {
   if (resource.namespaced && ns.empty()) {
@@ -292,14 +310,7 @@ Result<Request> create(const ApiResource& resource, std::string_view ns, std::st
   if (!path) {
     return path.error();
   }
-  Request request;
-  request.verb = "POST";
-  request.path = std::move(path.value());
-  request.content_type = "application/json";
-  request.body = std::move(body);
-  request.idempotent = options.dry_run;
-  add_write_options(request, options);
-  return request;
+  return write_request("POST", std::move(path.value()), "application/json", std::move(body), options.dry_run, options);
 }
 
 Result<Request> replace(const ApiResource& resource, std::string_view ns, std::string_view name, std::string body,
@@ -308,14 +319,7 @@ Result<Request> replace(const ApiResource& resource, std::string_view ns, std::s
   if (!path) {
     return path.error();
   }
-  Request request;
-  request.verb = "PUT";
-  request.path = std::move(path.value());
-  request.content_type = "application/json";
-  request.body = std::move(body);
-  request.idempotent = options.dry_run;
-  add_write_options(request, options);
-  return request;
+  return write_request("PUT", std::move(path.value()), "application/json", std::move(body), options.dry_run, options);
 }
 
 Result<Request> patch(const ApiResource& resource, std::string_view ns, std::string_view name, PatchType type,
@@ -330,14 +334,9 @@ Result<Request> patch(const ApiResource& resource, std::string_view ns, std::str
   if (!path) {
     return path.error();
   }
-  Request request;
-  request.verb = "PATCH";
-  request.path = std::move(path.value());
-  request.content_type = std::string(content_type_of(type));
-  request.body = std::move(body);
   // An apply patch states the whole intent: sending it twice yields the same object.
-  request.idempotent = options.dry_run || type == PatchType::apply;
-  add_write_options(request, options);
+  Request request = write_request("PATCH", std::move(path.value()), std::string(content_type_of(type)), std::move(body),
+                                  options.dry_run || type == PatchType::apply, options);
   if (options.force) {
     request.query.emplace_back("force", *options.force ? "true" : "false");
   }

@@ -12,9 +12,11 @@
 #include <CLI/CLI.hpp>
 #include <boost/version.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "daemon/apply_command.hpp"
 #include "daemon/cli_docs.hpp"
+#include "daemon/config.hpp"
 #include "daemon/config_flags.hpp"
 #include "daemon/daemon_command.hpp"
 #include "daemon/discover_command.hpp"
@@ -22,9 +24,8 @@
 #include "daemon/logging.hpp"
 #include "daemon/states_reconciler.hpp"
 #include "kstate/build_info.hpp"
+#include "manifests/ignore_fields.hpp"
 #include "manifests/loader.hpp"
-#include "manifests/object_validation.hpp"
-#include "manifests/variables.hpp"
 #include "states/adoption.hpp"
 #include "states/report.hpp"
 
@@ -56,21 +57,45 @@ class Definer {
   CommandLine& line_;
 };
 
-// A Go-style duration flag (core/duration.hpp) of at least `minimum`.
-void add_duration_option(CLI::App& app, const std::string& name, kstate::Duration& value, kstate::Duration minimum,
-                         const std::string& description, Definer& define) {
+// The flags kstate apply/test share with the daemon are daemon config keys
+// (daemon/config.cpp's table): each one's name, description and value check come from
+// its key, so that the two never describe or accept a setting differently.
+const kstate::daemon::ConfigKey& config_key(std::string_view path) {
+  const auto* key = kstate::daemon::find_config_key(path);
+  if (key == nullptr) {
+    throw std::logic_error("no daemon config key " + std::string(path));
+  }
+  return *key;
+}
+CLI::Validator key_check(std::string_view path, std::string placeholder) {
+  return CLI::Validator(
+      [path = std::string(path)](std::string& value) {
+        return kstate::daemon::config_value_problem(path, value).value_or("");
+      },
+      std::move(placeholder));
+}
+std::string key_description(std::string_view path) {
+  return std::string(config_key(path).description);
+}
+// An option whose value CLI11 converts into `target` once the key's check accepted it.
+template <class Target>
+CLI::Option* add_key_option(CLI::App& app, std::string_view path, Target& target, std::string names = "") {
+  return app.add_option(names.empty() ? config_key(path).flag() : names, target, key_description(path))
+      ->check(key_check(path, ""));
+}
+// A boolean key: --prune, and --no-prune to turn it off.
+template <class Target>
+CLI::Option* add_key_flag(CLI::App& app, std::string_view path, Target& target) {
+  const std::string flag = config_key(path).flag();
+  return app.add_flag(flag + ",!--no-" + flag.substr(2), target, key_description(path));
+}
+// A Go-style duration key (core/duration.hpp).
+void add_duration_key_option(CLI::App& app, std::string_view path, kstate::Duration& value, Definer& define) {
   auto* option =
       app.add_option_function<std::string>(
-             name, [&value](const std::string& text) { value = kstate::parse_duration(text).value(); }, description)
-          ->check(CLI::Validator(
-              [minimum](std::string& text) -> std::string {
-                auto parsed = kstate::parse_duration(text);
-                if (!parsed) {
-                  return parsed.error().message;
-                }
-                return *parsed < minimum ? "must be at least " + kstate::format_duration(minimum) : "";
-              },
-              "DURATION"));
+             config_key(path).flag(),
+             [&value](const std::string& text) { value = kstate::parse_duration(text).value(); }, key_description(path))
+          ->check(key_check(path, "DURATION"));
   define.named(option, "DURATION");
 }
 
@@ -97,21 +122,18 @@ CLI::Option* short_equals(CLI::Option* option) {
 
 // Where the server is and how fast to talk to it.
 void add_connection_flags(CLI::App& app, CommonOptions& common, Definer& define) {
-  define.file(app.add_option("--kubeconfig", common.kubeconfig, "Path to the kubeconfig file"));
-  app.add_option("--context", common.context, "Kubeconfig context to use");
-  add_duration_option(app, "--connect-timeout", common.connect_timeout, std::chrono::milliseconds(100),
-                      "Deadline for connecting to the API server, TLS handshake included (default 10s)", define);
-  add_duration_option(app, "--request-timeout", common.request_timeout, std::chrono::seconds(1),
-                      "Deadline for one request to the API server, its whole answer included (default 30s)", define);
+  define.file(add_key_option(app, "kubeconfig", common.kubeconfig));
+  add_key_option(app, "context", common.context);
+  add_duration_key_option(app, "connect-timeout", common.connect_timeout, define);
+  add_duration_key_option(app, "request-timeout", common.request_timeout, define);
 }
 void add_rate_flags(CLI::App& app, CommonOptions& common) {
-  app.add_option("--qps", common.qps, "Requests per second sent to the API server")->check(CLI::PositiveNumber);
-  app.add_option("--burst", common.burst, "Request burst above --qps")->check(CLI::Range(1, 100000));
+  add_key_option(app, "qps", common.qps);
+  add_key_option(app, "burst", common.burst);
 }
 // -v 6 as kubectl's -v=6 (0-2 info, 3-5 debug, 6 and more trace), or a level's name.
 void add_log_level_flag(CLI::App& app, CommonOptions& common, Definer& define) {
-  auto* option = app.add_option("-v,--log-level", common.log_level,
-                                "Log level: trace, debug, info, warn, error, off, or kubectl's 0-10 (6: each request)")
+  auto* option = app.add_option("-v," + config_key("log.level").flag(), common.log_level, key_description("log.level"))
                      ->transform(CLI::Validator(
                          [](std::string& value) -> std::string {
                            if (value.starts_with("=")) {
@@ -129,7 +151,7 @@ void add_log_level_flag(CLI::App& app, CommonOptions& common, Definer& define) {
   define.named(option, "LEVEL");
 }
 void add_cache_dir_flag(CLI::App& app, CommonOptions& common, Definer& define) {
-  define.directory(app.add_option("--cache-dir", common.cache_dir, "Discovery cache folder"));
+  define.directory(add_key_option(app, "cache-dir", common.cache_dir));
 }
 
 // apply / test: what to read (kubectl's -f, `-` for stdin) and how to apply it.
@@ -146,21 +168,16 @@ void add_apply_flags(CLI::App& app, Invocation& invocation, Definer& define) {
                "NAMESPACE");
   add_connection_flags(app, common, define);
   define.choice(short_equals(app.add_option("-o,--output", common.output, "Report format")), {"text", "json", "junit"});
-  define.choice(app.add_option("--state-output", common.state_output,
-                               "How much of each state -o text shows: concise (what changed or failed, one line "
-                               "each; test: with its diff), terse (every state one line), mixed (failures in "
-                               "full), changes (changes and failures in full) or full (every state, Salt's blocks)"),
+  define.choice(app.add_option(config_key("state-output").flag(), common.state_output, key_description("state-output")),
                 state_output_choices());
-  app.add_option("--concurrency", common.concurrency, "States run in parallel")->check(CLI::Range(1, 1024));
+  add_key_option(app, "concurrency", common.concurrency);
   add_rate_flags(app, common);
-  app.add_option("--field-manager", common.field_manager, "Server-side apply field manager");
-  app.add_flag("--prune,!--no-prune", common.prune, "Delete managed objects no longer in any manifest");
-  app.add_flag("--allow-empty-prune", common.allow_empty_prune,
-               "Allow prune when the manifest directory is empty or missing");
-  app.add_flag("--adopt,!--no-adopt", common.adopt,
-               "Take over (label, and later prune) existing objects the manifests declare (default on)");
+  add_key_option(app, "field-manager", common.field_manager);
+  add_key_flag(app, "prune", common.prune);
+  add_key_flag(app, "allow-empty-prune", common.allow_empty_prune);
+  add_key_flag(app, "adopt", common.adopt);
   auto* adopt_objects = app.add_option_function<std::vector<std::string>>(
-      "--adopt-objects",
+      config_key("adopt-objects").flag(),
       [&common](const std::vector<std::string>& values) {
         for (const std::string& value : values) {  // (the flag may be repeated)
           auto parsed = states::parse_adopt_objects(value);
@@ -170,8 +187,7 @@ void add_apply_flags(CLI::App& app, Invocation& invocation, Definer& define) {
           common.adopt_objects.insert(parsed->begin(), parsed->end());
         }
       },
-      "Objects taken over even when another tool (Helm, Flux, Argo CD, another ApplySet) manages them: "
-      "Kind/namespace/name, comma-separated");
+      key_description("adopt-objects"));
   adopt_objects->allow_extra_args(false);  // one value per flag: a path after it stays a path
   define.named(adopt_objects, "KIND/NAMESPACE/NAME,...");
   add_cache_dir_flag(app, common, define);
@@ -211,37 +227,17 @@ void add_inventory_flags(CLI::App& app, Invocation& invocation, Definer& define)
 // owns; prune deletes only what that set recorded, so folders applied with different
 // names never prune each other's objects (kubectl's --applyset).
 void add_applyset_flags(CLI::App& app, CommonOptions& common) {
-  auto check_with = [](std::string (*check)(std::string_view)) {
-    return CLI::Validator([check](std::string& value) { return check(value); }, "NAME");
-  };
-  app.add_option("--applyset-name", common.applyset_name,
-                 "Name of the ApplySet parent Secret that records what this run applies (needed by --prune); "
-                 "without it nothing is recorded and nothing pruned. Each set prunes only what it recorded, and a "
-                 "set a kstate daemon reconciles is refused")
-      ->check(check_with(&manifests::check_dns1123_subdomain));
-  app.add_option("--applyset-namespace", common.applyset_namespace,
-                 "Namespace of the ApplySet parent Secret (default kube-system; it must exist)")
-      ->check(check_with(&manifests::check_dns1123_label));
+  add_key_option(app, "applyset.name", common.applyset_name);
+  add_key_option(app, "applyset.namespace", common.applyset_namespace);
 }
 
 // apply / test: the variables of ${NAME} references (the daemon's config `vars` and
 // `vars-from`, with the daemon's flag names).
 void add_variable_flags(CLI::App& app, CommonOptions& common, Definer& define) {
-  define.named(app.add_option("--var", common.vars,
-                              "Variable for ${NAME} in the manifests, NAME=VALUE (repeatable; wins over --vars-from)")
-                   ->allow_extra_args(false)
-                   ->check(CLI::Validator(
-                       [](std::string& assignment) {
-                         manifests::VariableMap ignored;
-                         return manifests::add_assignment(assignment, ignored).value_or("");
-                       },
-                       "NAME=VALUE")),
-               "NAME=VALUE");
-  define.file(app.add_option("--vars-from", common.vars_from,
-                             "YAML file of NAME: value variables (repeatable; a later file wins)")
-                  ->allow_extra_args(false));
+  define.named(add_key_option(app, "vars", common.vars)->allow_extra_args(false), "NAME=VALUE");
+  define.file(add_key_option(app, "vars-from", common.vars_from)->allow_extra_args(false));
   define.named(app.add_option_function<std::vector<std::string>>(
-                      "--ignore-fields",
+                      config_key("ignore-fields").flag(),
                       [&common](const std::vector<std::string>& rules) {
                         for (const auto& text : rules) {
                           auto rule = manifests::parse_ignore_fields_rule(text);
@@ -251,9 +247,7 @@ void add_variable_flags(CLI::App& app, CommonOptions& common, Definer& define) {
                           common.ignore_fields.push_back(std::move(*rule));
                         }
                       },
-                      "Fields left to other writers once an object exists, "
-                      "KIND[.GROUP][/NAME | /NAMESPACE/NAME]=/json/pointer,... (repeatable), e.g. "
-                      "Deployment.apps=/spec/replicas")
+                      key_description("ignore-fields"))
                    ->allow_extra_args(false),
                "KIND=/POINTER,...");
 }

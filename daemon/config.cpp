@@ -230,17 +230,20 @@ const std::vector<KeyEntry>& key_table() {
     add("qps", "Requests per second sent to the API server", set_qps);
     add("burst", "Request burst above qps", int_setter(&DaemonConfig::burst, 1, 100000));
     add("field-manager", "Server-side apply field manager", string_setter(&DaemonConfig::field_manager, false));
-    add("applyset.name", "Name of the ApplySet parent Secret",
+    add("applyset.name",
+        "Name of the ApplySet parent Secret that records what kstate applies (the daemon's default: kstate; "
+        "kstate apply needs it for --prune, and without it records and prunes nothing). Each set prunes only what "
+        "it recorded, and a set another writer reconciles is refused",
         name_setter([](DaemonConfig& c) -> std::string& { return c.applyset_name; },
                     &manifests::check_dns1123_subdomain));
-    add("applyset.namespace", "Namespace of the ApplySet parent Secret",
+    add("applyset.namespace", "Namespace of the ApplySet parent Secret (default kube-system; it must exist)",
         name_setter([](DaemonConfig& c) -> std::string& { return c.applyset_namespace; },
                     &manifests::check_dns1123_label));
     add("prune", "Delete managed objects no longer in any manifest",
         bool_setter([](DaemonConfig& c) -> bool& { return c.prune; }), true);
     add("allow-empty-prune", "Allow prune when the manifest directory is empty or missing",
         bool_setter([](DaemonConfig& c) -> bool& { return c.allow_empty_prune; }), true);
-    add("adopt", "Take over (label, then prune when removed) existing objects the manifests declare",
+    add("adopt", "Take over (label, then prune when removed) existing objects the manifests declare (default on)",
         bool_setter([](DaemonConfig& c) -> bool& { return c.adopt; }), true);
     add("adopt-objects",
         "Objects taken over even when another tool (Helm, Flux, Argo CD, another ApplySet) manages them: "
@@ -271,21 +274,23 @@ const std::vector<KeyEntry>& key_table() {
         "host:port of /healthz, /readyz and /metrics (no authentication: a non-loopback address is warned about)",
         set_listen_address);
     add("connect-timeout",
-        "Deadline for connecting to the API server, TLS handshake included (e.g. 10s; at least 100ms)",
+        "Deadline for connecting to the API server, TLS handshake included (default 10s; at least 100ms)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.connect_timeout; }, 100ms));
     add("request-timeout",
-        "Deadline for one request to the API server, its whole answer included (e.g. 30s; at least 1s)",
+        "Deadline for one request to the API server, its whole answer included (default 30s; at least 1s)",
         duration_setter([](DaemonConfig& c) -> Duration& { return c.request_timeout; }, 1s));
     add("cache-dir", "Discovery cache folder", string_setter(&DaemonConfig::cache_dir, false));
     add("state-dir", "Folder for the daemon's own state", string_setter(&DaemonConfig::state_dir, false));
-    add("log.level", "Log level: trace, debug, info, warn, error, off, or kubectl's -v numbers 0-10", set_log_level);
+    add("log.level", "Log level: trace, debug, info, warn, error, off, or kubectl's -v numbers 0-10 (6: each request)",
+        set_log_level);
     add("log.format",
         "Log format: text (journal when stderr is the journal), journal (<N> priority prefixes, no time) or json "
         "(one object per line, with state, kind, namespace, name, action, file, line, duration_ms)",
         set_log_format);
     add("state-output",
-        "What a reconcile logs of each change, as kstate apply's --state-output: concise, terse or mixed one line "
-        "per object changed or failed; changes or full its diff too (Secret values masked)",
+        "How much of each state a run shows (kstate apply -o text) or logs (the daemon): concise (what changed or "
+        "failed, one line each; kstate test: with its diff), terse (every state one line), mixed (failures in "
+        "full), changes (changes and failures in full) or full (every state, Salt's blocks); Secret values masked",
         set_state_output);
     add("check-manifest-permissions", "Refuse manifests writable by group or others",
         bool_setter([](DaemonConfig& c) -> bool& { return c.check_manifest_permissions; }), true);
@@ -294,7 +299,8 @@ const std::vector<KeyEntry>& key_table() {
                    add_variable);
     add_collection(
         "vars-from", "vars-from", ConfigKey::Shape::list,
-        "YAML files of NAME: value variables, a later one winning (repeatable); read at every full reconcile",
+        "YAML files of NAME: value variables, a later one winning (repeatable); the daemon reads them at every full "
+        "reconcile",
         add_variables_file);
     add_collection("ignore-fields", "ignore-fields", ConfigKey::Shape::list,
                    "Fields left to other writers once an object exists, as KIND[.GROUP][/NAME | /NAMESPACE/NAME]="
@@ -422,6 +428,23 @@ const std::vector<ConfigKey>& config_keys() {
     return k;
   }();
   return keys;
+}
+
+const ConfigKey* find_config_key(std::string_view path) {
+  const KeyEntry* entry = find_key(path);
+  return entry == nullptr ? nullptr : &entry->key;
+}
+
+std::optional<std::string> config_value_problem(std::string_view path, const std::string& value) {
+  const KeyEntry* entry = find_key(path);
+  if (entry == nullptr) {
+    return "unknown key " + std::string(path);
+  }
+  DaemonConfig scratch;
+  if (Status set = entry->setter(scratch, value); !set.ok()) {
+    return set.error().message;
+  }
+  return std::nullopt;
 }
 
 std::string_view to_string(LogFormat format) {

@@ -111,6 +111,13 @@ struct ConfigKey {
 // Every key the daemon understands, in documentation order.
 const std::vector<ConfigKey>& config_keys();
 
+// The key at `path` (as in config_keys()), or nullptr.
+const ConfigKey* find_config_key(std::string_view path);
+// Why `value` is not a valid value of the key at `path` (the message its setter gives
+// in a config file), or nullopt when it is. kstate apply's flags of the same keys check
+// their values with it, so that the two never accept different values.
+std::optional<std::string> config_value_problem(std::string_view path, const std::string& value);
+
 // A value given on the command line for a key (path as in config_keys()).
 struct ConfigOverride {
   std::string key;

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/crd.hpp"
 #include "daemon/file_security.hpp"
 #include "daemon/write_gate.hpp"
 #include "kstate/build_info.hpp"
@@ -126,7 +127,7 @@ json::Document identity_object(const std::string& object_json, json::Allocator& 
   rapidjson::Reader reader;
   rapidjson::StringStream stream(object_json.c_str());
   reader.Parse(stream, identity);
-  if (identity.kind == "CustomResourceDefinition") {
+  if (is_crd(make_gvk(identity.api_version, identity.kind))) {
     auto parsed = json::parse(object_json, pool);
     return parsed.ok() ? std::move(parsed).value() : json::Document(&pool);
   }

@@ -6,16 +6,10 @@
 #include <string>
 #include <utility>
 
+#include "core/crd.hpp"
+#include "core/gvk.hpp"
+
 namespace kstate::manifests {
-
-namespace {
-
-std::string_view group_of(std::string_view api_version) {
-  const std::size_t slash = api_version.find('/');
-  return slash == std::string_view::npos ? std::string_view() : api_version.substr(0, slash);
-}
-
-}  // namespace
 
 std::optional<bool> builtin_namespaced(std::string_view group, std::string_view kind) {
   // kube-apiserver 1.32's cluster-scoped kinds (`kubectl api-resources --namespaced=false`).
@@ -68,8 +62,8 @@ std::vector<LoadError> drop_cluster_scoped_namespaces(std::vector<State>& states
   // The CRDs among the states: group/Kind -> namespaced.
   std::map<std::pair<std::string, std::string>, bool> declared_kinds;
   for (const State& state : states) {
-    if (json::string_or(json::find(state.object, "kind"), "") != "CustomResourceDefinition" ||
-        group_of(json::string_or(json::find(state.object, "apiVersion"), "")) != "apiextensions.k8s.io") {
+    if (!is_crd(make_gvk(json::string_or(json::find(state.object, "apiVersion"), ""),
+                         json::string_or(json::find(state.object, "kind"), "")))) {
       continue;
     }
     std::string group(json::string_or(json::find_path(state.object, {"spec", "group"}), ""));
@@ -89,8 +83,10 @@ std::vector<LoadError> drop_cluster_scoped_namespaces(std::vector<State>& states
     if (ns.empty()) {
       continue;
     }
-    const std::string_view kind = json::string_or(json::find(state.object, "kind"), "");
-    const std::string_view group = group_of(json::string_or(json::find(state.object, "apiVersion"), ""));
+    const GroupVersionKind gvk = make_gvk(json::string_or(json::find(state.object, "apiVersion"), ""),
+                                          json::string_or(json::find(state.object, "kind"), ""));
+    const std::string_view kind = gvk.kind;
+    const std::string_view group = gvk.group;
     std::optional<bool> namespaced = discovery ? discovery(group, kind) : std::nullopt;
     if (!namespaced) {
       if (auto declared = declared_kinds.find({std::string(group), std::string(kind)});

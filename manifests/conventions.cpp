@@ -3,6 +3,8 @@
 
 #include <string_view>
 
+#include "core/strings.hpp"
+
 namespace kstate::manifests {
 namespace {
 
@@ -45,14 +47,6 @@ const std::vector<Mark>& marks() {
   return table;
 }
 
-std::string trimmed(std::string_view text) {
-  const auto begin = text.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) {
-    return {};
-  }
-  return std::string(text.substr(begin, text.find_last_not_of(" \t") - begin + 1));
-}
-
 int care(Management management) {
   return management == Management::leave_alone ? 2 : management == Management::create_only ? 1 : 0;
 }
@@ -76,7 +70,7 @@ void read_argo_sync_options(Conventions& conventions, const std::string& value) 
   std::string_view rest = value;
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
-    const std::string option = trimmed(rest.substr(0, comma));
+    const std::string option = std::string(strings::trim(rest.substr(0, comma)));
     for (std::string_view protecting : {"Prune=false", "Prune=confirm", "Delete=false", "Delete=confirm"}) {
       if (option == protecting && !conventions.prune_protected) {
         conventions.prune_protected = true;
@@ -121,7 +115,7 @@ Conventions read_conventions(const StringMap& labels, const StringMap& annotatio
       if (found == map->end()) {
         continue;
       }
-      const std::string value = trimmed(found->second);
+      const std::string value = std::string(strings::trim(found->second));
       const Effect* matched = nullptr;
       std::vector<std::string> expected;
       for (const Effect& effect : mark.effects) {

@@ -7,18 +7,12 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/strings.hpp"
+
 namespace kstate::manifests {
 namespace {
 
 using Pointer = rapidjson::GenericPointer<json::Value>;
-
-std::string trimmed(std::string_view text) {
-  const auto begin = text.find_first_not_of(" \t\n");
-  if (begin == std::string_view::npos) {
-    return {};
-  }
-  return std::string(text.substr(begin, text.find_last_not_of(" \t\n") - begin + 1));
-}
 
 }  // namespace
 
@@ -26,7 +20,7 @@ Result<std::vector<std::string>> parse_ignore_fields(std::string_view text) {
   std::vector<std::string> pointers;
   while (!text.empty()) {
     const std::size_t comma = text.find(',');
-    std::string pointer = trimmed(text.substr(0, comma));
+    std::string pointer = std::string(strings::trim(text.substr(0, comma)));
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     if (pointer.empty()) {
       continue;
@@ -70,7 +64,7 @@ Result<IgnoreFieldsRule> parse_ignore_fields_rule(std::string_view text) {
   std::string_view object = text.substr(0, equals);
   while (true) {
     const std::size_t slash = object.find('/');
-    parts.push_back(trimmed(object.substr(0, slash)));
+    parts.push_back(std::string(strings::trim(object.substr(0, slash))));
     if (slash == std::string_view::npos) {
       break;
     }
@@ -100,21 +94,6 @@ Result<IgnoreFieldsRule> parse_ignore_fields_rule(std::string_view text) {
   }
   rule.pointers = std::move(*pointers);
   return rule;
-}
-
-void leave_fields_to_others(json::Document& desired, const json::Value& live,
-                            const std::vector<std::string>& pointers) {
-  for (const auto& text : pointers) {
-    Pointer pointer(text.c_str(), text.size());
-    if (!pointer.IsValid() || pointer.Get(desired) == nullptr) {
-      continue;
-    }
-    if (const json::Value* live_value = pointer.Get(live)) {
-      pointer.Set(desired, json::Value(*live_value, desired.GetAllocator()), desired.GetAllocator());
-    } else {
-      pointer.Erase(desired);
-    }
-  }
 }
 
 namespace {
@@ -292,7 +271,72 @@ void remove_owned_path(json::Value& desired, const std::vector<std::string>& pat
   }
 }
 
+// Where `pointer` (whose numbers pick live list items) lands in `desired`: an object
+// member by name; a list item by its counterpart in the manifest's list, the item with
+// the same `name` (containers, env, volumes, webhooks... are lists keyed by name), or
+// the same position for items without one. None when a step is not in `desired`, or
+// no single desired item is the live one.
+std::optional<Pointer> counterpart_in(const json::Value& desired, const json::Value& live, const Pointer& pointer) {
+  Pointer found;
+  const json::Value* in_desired = &desired;
+  const json::Value* in_live = &live;
+  for (std::size_t i = 0; i < pointer.GetTokenCount(); ++i) {
+    const auto& token = pointer.GetTokens()[i];
+    if (in_desired->IsArray()) {
+      if (token.index == rapidjson::kPointerInvalidIndex) {
+        return std::nullopt;
+      }
+      std::string element = "i:" + std::to_string(token.index);
+      const json::Value* live_item = in_live != nullptr && in_live->IsArray() && token.index < in_live->Size()
+                                         ? &(*in_live)[static_cast<rapidjson::SizeType>(token.index)]
+                                         : nullptr;
+      if (const json::Value* name = live_item != nullptr ? json::find(*live_item, "name") : nullptr;
+          name != nullptr && name->IsString()) {
+        json::Document key;
+        key.SetObject();
+        key.AddMember("name", json::Value(*name, key.GetAllocator()), key.GetAllocator());
+        element = "k:" + json::dump(key);
+      }
+      const auto index = desired_item(*in_desired, element);
+      if (!index) {
+        return std::nullopt;
+      }
+      found = found.Append(static_cast<rapidjson::SizeType>(*index));
+      in_desired = &(*in_desired)[static_cast<rapidjson::SizeType>(*index)];
+      in_live = live_item;
+      continue;
+    }
+    const std::string_view name(token.name, token.length);
+    in_desired = json::find(*in_desired, name);
+    if (in_desired == nullptr) {
+      return std::nullopt;
+    }
+    found = found.Append(token.name, token.length);
+    in_live = in_live != nullptr ? json::find(*in_live, name) : nullptr;
+  }
+  return found;
+}
+
 }  // namespace
+
+void leave_fields_to_others(json::Document& desired, const json::Value& live,
+                            const std::vector<std::string>& pointers) {
+  for (const auto& text : pointers) {
+    Pointer pointer(text.c_str(), text.size());
+    if (!pointer.IsValid()) {
+      continue;
+    }
+    const auto target = counterpart_in(desired, live, pointer);
+    if (!target) {
+      continue;
+    }
+    if (const json::Value* live_value = pointer.Get(live)) {
+      target->Set(desired, json::Value(*live_value, desired.GetAllocator()), desired.GetAllocator());
+    } else {
+      target->Erase(desired);
+    }
+  }
+}
 
 bool owned_by_another_manager(const json::Value& live, const std::string& pointer, std::string_view field_manager) {
   return path_owned_by_another_manager(live, Pointer(pointer.c_str(), pointer.size()), field_manager).has_value();

@@ -1347,8 +1347,8 @@ Result<std::string> resolve_state_file(std::string_view name, const std::string&
     return fs::is_regular_file(path, ignored);
   };
   const bool salt_url = name.starts_with("salt://");
-  const bool is_path = !salt_url && (name.find('/') != std::string_view::npos || name.ends_with(".sls") ||
-                                     name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json"));
+  const bool is_path =
+      !salt_url && (name.find('/') != std::string_view::npos || name.ends_with(".sls") || has_manifest_extension(name));
   if (is_path) {
     fs::path path = fs::path(name).is_absolute() ? fs::path(name) : folder / fs::path(name);
     if (!exists(path)) {

@@ -21,6 +21,7 @@
 #include "core/dynamic_client.hpp"
 #include "manifests/state.hpp"
 #include "states/applyset.hpp"
+#include "states/cycle_inventory.hpp"
 #include "states/engine.hpp"
 #include "states/read_ahead.hpp"
 #include "states/report.hpp"
@@ -74,14 +75,6 @@ struct ReconcileOptions {
   // Wall clock for the times of pending inventory entries (injected by tests).
   std::function<std::chrono::system_clock::time_point()> now = [] { return std::chrono::system_clock::now(); };
 };
-
-// How long a pending inventory entry whose object is not found is kept, counted from
-// the first cycle that found it missing. A cycle killed with a request in flight does
-// not stop that request: the API server finishes it up to its request timeout
-// (kube-apiserver's --request-timeout, 60 s by default), so the object may appear after
-// the next cycle looked. Twice that timeout also covers clocks of the hosts that write
-// and read the entry differing by up to a minute.
-constexpr std::chrono::seconds pending_grace{120};
 
 // What a cycle reads before it needs the manifests: the ApplySet parent Secret and the
 // inventory it holds. `kstate apply` reads it while its manifests are still loading

@@ -2,10 +2,13 @@
 // and kubectl's habits: -f, -n, `diff`, --version, -v numbers, "did you mean".
 #include "daemon/cli.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 #include <sstream>
 #include <tuple>
+
+#include "daemon/config.hpp"
 
 namespace cli_test {
 
@@ -262,6 +265,56 @@ TEST_CASE("each subcommand's --help lists only the flags that apply to it") {
   }
   // The hidden man page generator is not offered.
   CHECK(run({"--help"}).out.find("man ") == std::string::npos);
+}
+
+TEST_CASE("apply's flags that are daemon config keys are described and checked as the key, once") {
+  // Each shared flag's description is the key's, word for word, in both subcommands' help.
+  auto apply_help = run({"apply", "--help"});
+  auto daemon_help = run({"daemon", "--help"});
+  REQUIRE(apply_help.code == 0);
+  REQUIRE(daemon_help.code == 0);
+  const auto one_line = [](std::string text) {  // CLI11 wraps nothing, but keep it robust
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return text;
+  };
+  int shared = 0;
+  for (const auto& key : kstate::daemon::config_keys()) {
+    const std::string flag = key.flag();
+    if (apply_help.out.find(flag + " ") == std::string::npos && apply_help.out.find(flag + ",") == std::string::npos) {
+      continue;  // a daemon-only key (resync-interval, leader election, ...)
+    }
+    ++shared;
+    INFO(flag);
+    CHECK(one_line(apply_help.out).find(std::string(key.description)) != std::string::npos);
+    CHECK(one_line(daemon_help.out).find(std::string(key.description)) != std::string::npos);
+  }
+  CHECK(shared >= 20);
+  // A value the daemon's config refuses, apply refuses with the same reason.
+  struct Row {
+    const char* path;
+    const char* value;
+  };
+  const Row rows[] = {{"concurrency", "0"},
+                      {"qps", "0"},
+                      {"burst", "100001"},
+                      {"connect-timeout", "1ms"},
+                      {"request-timeout", "banana"},
+                      {"applyset.name", "Team_A"},
+                      {"applyset.namespace", "a.b"},
+                      {"vars", "NO_EQUALS_SIGN"},
+                      {"ignore-fields", "Deployment.apps"}};
+  for (const Row& row : rows) {
+    const auto* key = kstate::daemon::find_config_key(row.path);
+    REQUIRE(key != nullptr);
+    const auto problem = kstate::daemon::config_value_problem(row.path, row.value);
+    REQUIRE(problem.has_value());
+    const std::string flag = key->flag();
+    auto refused = run({"apply", "dir", flag.c_str(), row.value});
+    INFO(flag << " " << row.value << ": " << refused.err);
+    CHECK(refused.code == 2);
+    CHECK(refused.err.find(flag) != std::string::npos);
+    CHECK(refused.err.find(*problem) != std::string::npos);
+  }
 }
 
 }  // namespace cli_test

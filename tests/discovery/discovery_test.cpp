@@ -212,8 +212,26 @@ TEST_CASE("a kind that is not found refetches exactly once, so a new CRD resolve
 
   auto created = emulator.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd);
   REQUIRE(created.status == 201);
-  // The emulator establishes CRDs after a short delay, as kube-apiserver does.
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // The emulator establishes CRDs after a short delay, as kube-apiserver does: polled
+  // until its Established condition says so (not a fixed sleep).
+  bool established = false;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !established && std::chrono::steady_clock::now() < deadline;) {
+    auto crd = emulator.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com");
+    auto parsed = json::parse(crd.body);
+    const json::Value* conditions =
+        crd.status == 200 && parsed.ok() ? json::find_path(*parsed, {"status", "conditions"}) : nullptr;
+    if (conditions != nullptr && conditions->IsArray()) {
+      for (const auto& condition : conditions->GetArray()) {
+        established = established || (json::string_or(json::find(condition, "type"), "") == "Established" &&
+                                      json::string_or(json::find(condition, "status"), "") == "True");
+      }
+    }
+    if (!established) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  REQUIRE(established);
 
   emulator.reset_request_log();
   auto widget = run_sync(session.io, discovery.resolve({"example.com", "v1", "Widget"}));

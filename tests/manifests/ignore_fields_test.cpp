@@ -88,6 +88,46 @@ TEST_CASE("leave_fields_to_others: the live value, or none, at each pointer", "[
         R"({"spec":{"replicas":7,"template":{"metadata":{"annotations":{"a":"1"}}}},"data":{"x":"y"}})");
 }
 
+TEST_CASE("leave_fields_to_others: under a list, the number picks the live item and its name the manifest's",
+          "[ignore-fields]") {
+  struct Row {
+    const char* name;
+    const char* pointer;
+    const char* desired;
+    const char* expected;
+  };
+  // The cluster lists app first, the manifest sidecar first.
+  const char* live =
+      R"({"spec":{"containers":[{"name":"app","image":"a:2"},{"name":"sidecar","image":"s:9"}],)"
+      R"("positional":[{"x":1},{"x":2}]},"webhooks":[{"name":"a","clientConfig":{}},{"name":"b","clientConfig":{"caBundle":"Q0E="}}]})";
+  const Row rows[] = {
+      {"another order: the live app's image goes to the manifest's app", "/spec/containers/0/image",
+       R"({"spec":{"containers":[{"name":"sidecar","image":"s:1"},{"name":"app","image":"a:1"}]}})",
+       R"({"spec":{"containers":[{"name":"sidecar","image":"s:1"},{"name":"app","image":"a:2"}]}})"},
+      {"a whole item by name", "/spec/containers/1",
+       R"({"spec":{"containers":[{"name":"sidecar","image":"s:1"},{"name":"app","image":"a:1"}]}})",
+       R"({"spec":{"containers":[{"name":"sidecar","image":"s:9"},{"name":"app","image":"a:1"}]}})"},
+      {"the live item has none: left out of the manifest's item of that name", "/webhooks/0/clientConfig/caBundle",
+       R"({"webhooks":[{"name":"b","clientConfig":{"caBundle":"bWluZQ=="}},{"name":"a","clientConfig":{"caBundle":"eA=="}}]})",
+       R"({"webhooks":[{"name":"b","clientConfig":{"caBundle":"bWluZQ=="}},{"name":"a","clientConfig":{}}]})"},
+      {"the manifest has no item of that name: unchanged", "/spec/containers/0/image",
+       R"({"spec":{"containers":[{"name":"sidecar","image":"s:1"}]}})",
+       R"({"spec":{"containers":[{"name":"sidecar","image":"s:1"}]}})"},
+      {"two items of that name: unchanged (which one is unknown)", "/spec/containers/0/image",
+       R"({"spec":{"containers":[{"name":"app","image":"a:1"},{"name":"app","image":"a:3"}]}})",
+       R"({"spec":{"containers":[{"name":"app","image":"a:1"},{"name":"app","image":"a:3"}]}})"},
+      {"items without a name: by position", "/spec/positional/1/x", R"({"spec":{"positional":[{"x":5},{"x":6}]}})",
+       R"({"spec":{"positional":[{"x":5},{"x":2}]}})"},
+  };
+  for (const Row& row : rows) {
+    DYNAMIC_SECTION(row.name) {
+      json::Document desired = parse(row.desired);
+      leave_fields_to_others(desired, parse(live), {row.pointer});
+      CHECK(json::dump(desired) == json::dump(parse(row.expected)));
+    }
+  }
+}
+
 TEST_CASE("give_up_fields: a field another manager owns leaves the apply; one only kstate owns stays",
           "[ignore-fields]") {
   json::Document live = parse(R"({"metadata":{"managedFields":[
