@@ -33,6 +33,7 @@ void StatesReconciler::follow_drift(const std::vector<states::InventoryEntry>& a
     options.field_manager = config_.field_manager;
     options.ownership_labels =
         states::ownership_labels(states::ApplySetParent{config_.applyset_name, config_.applyset_namespace});
+    options.clock = clock_;
     drift_watcher_ = std::make_unique<DriftWatcher>(
         io_.get_executor(), std::move(options), [this](const DriftNotice& notice) { on_drift(notice); },
         [this](const ApiResource& resource, const std::string& message) {
