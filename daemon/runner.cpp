@@ -198,14 +198,19 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     if (!address) {
       return address.error();
     }
-    http = std::make_unique<HttpServer>(io.get_executor(), [this](std::string_view method, std::string_view target) {
-      const ProbeState live = live_probes();
-      metrics.ready.set({}, live.ready ? 1 : 0);  // kstate_ready says what /readyz says
-      if (target.starts_with("/metrics")) {
-        metrics.sample_process();
-      }
-      return route_endpoint(method, target, live, registry);
-    });
+    HttpServerOptions server_options;
+    server_options.clock = clock;
+    http = std::make_unique<HttpServer>(
+        io.get_executor(),
+        [this](std::string_view method, std::string_view target) {
+          const ProbeState live = live_probes();
+          metrics.ready.set({}, live.ready ? 1 : 0);  // kstate_ready says what /readyz says
+          if (target.starts_with("/metrics")) {
+            metrics.sample_process();
+          }
+          return route_endpoint(method, target, live, registry);
+        },
+        server_options);
     auto port = http->listen(address->host, address->port);
     if (!port) {
       return port.error();
