@@ -322,7 +322,9 @@ asio::awaitable<void> delete_pruned(DynamicClient& client, KindResolver& resolve
       remove.precondition_uid = planned.entry.uid;  // never delete a re-created object
       std::string ns = resource->namespaced ? planned.entry.ns : std::string();
       std::string name = planned.entry.name;
-      auto deleted = co_await client.remove(*resource, ns, name, remove);
+      // (the server's warnings on it, e.g. a deprecated version, go into its result)
+      DynamicClient warned = client.collecting_warnings(result.warnings);
+      auto deleted = co_await warned.remove(*resource, ns, name, remove);
       if (deleted.ok() || deleted.error().object_missing()) {
         result.result = test_mode ? std::optional<bool>() : std::optional<bool>(true);
         result.comment =

@@ -88,6 +88,24 @@ TransportOptions quick_options() {
   return options;
 }
 
+// GET /version through a transport of `config`: the one failure it counted ("GET
+// connect", "GET tls", ...), or "" when it did not fail exactly once.
+std::string failure_of_get_version(const ClientConfig& config) {
+  boost::asio::io_context io;
+  auto transport = make_http_transport(io.get_executor(), config, make_credential_source(config), quick_options());
+  if (!transport.ok()) {
+    return "";
+  }
+  Request request;
+  request.verb = "GET";
+  request.path = "/version";
+  if (run_sync(io, transport.value()->send(request)).ok()) {
+    return "";
+  }
+  const auto failures = transport.value()->stats().failures;
+  return failures.size() == 1 ? failures.begin()->first : "";
+}
+
 double seconds_since(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
@@ -269,35 +287,17 @@ TEST_CASE("a request without an answer is counted by what failed: connect, tls, 
       HostileServer gone(HostileBehaviour::silent_tcp);
       closed_port = gone.port();
     }
-    boost::asio::io_context io;
     ClientConfig config;
     config.server = "https://127.0.0.1:" + std::to_string(closed_port);
     config.insecure_skip_tls_verify = true;
-    auto transport = make_http_transport(io.get_executor(), config, make_credential_source(config), quick_options());
-    REQUIRE(transport.ok());
-    Request request;
-    request.verb = "GET";
-    request.path = "/version";
-    CHECK_FALSE(run_sync(io, transport.value()->send(request)).ok());
-    const auto failures = transport.value()->stats().failures;
-    REQUIRE(failures.size() == 1);
-    CHECK(failures.begin()->first == "GET connect");
+    CHECK(failure_of_get_version(config) == "GET connect");
   }
   SECTION("a certificate the client does not trust: tls") {
     HostileServer server(HostileBehaviour::fixed_answer, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
-    boost::asio::io_context io;
     ClientConfig config;
     config.server = server.url();
     config.certificate_authority_pem = kstate::testing::make_self_signed_certificate().certificate_pem;  // another CA
-    auto transport = make_http_transport(io.get_executor(), config, make_credential_source(config), quick_options());
-    REQUIRE(transport.ok());
-    Request request;
-    request.verb = "GET";
-    request.path = "/version";
-    CHECK_FALSE(run_sync(io, transport.value()->send(request)).ok());
-    const auto failures = transport.value()->stats().failures;
-    REQUIRE(failures.size() == 1);
-    CHECK(failures.begin()->first == "GET tls");
+    CHECK(failure_of_get_version(config) == "GET tls");
   }
   SECTION("a server that reads the request and never answers: timeout") {
     HostileServer server(HostileBehaviour::frozen_after_request);

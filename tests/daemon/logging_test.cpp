@@ -35,18 +35,27 @@ struct RestoreDefaultLogger {
   ~RestoreDefaultLogger() { spdlog::set_default_logger(saved); }
 };
 
+// The default logger set up as kstate sets it up, writing into a string.
+struct CapturedLog {
+  RestoreDefaultLogger restore;
+  std::ostringstream out;
+  CapturedLog(const char* level, kstate::daemon::LogFormat format) {
+    REQUIRE(kstate::daemon::setup_logging(level, format, std::make_shared<spdlog::sinks::ostream_sink_mt>(out)).ok());
+  }
+  std::vector<std::string> lines() {
+    spdlog::default_logger()->flush();
+    return lines_of(out.str());
+  }
+};
+
 }  // namespace
 
 TEST_CASE("json log format writes one parsable object per line") {
-  RestoreDefaultLogger restore;
-  std::ostringstream out;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  REQUIRE(kstate::daemon::setup_logging("info", kstate::daemon::LogFormat::json, sink).ok());
+  CapturedLog log("info", kstate::daemon::LogFormat::json);
   spdlog::debug("hidden");
   spdlog::info("created Deployment {}/{} from {}", "web", "nginx", "apps/web.yaml");
   spdlog::warn("quote \" and\nnewline");
-  spdlog::default_logger()->flush();
-  const auto lines = lines_of(out.str());
+  const auto lines = log.lines();
   REQUIRE(lines.size() == 2);
   rapidjson::Document first;
   first.Parse(lines[0].c_str());
@@ -62,27 +71,19 @@ TEST_CASE("json log format writes one parsable object per line") {
 }
 
 TEST_CASE("text log format shows the level and honours it") {
-  RestoreDefaultLogger restore;
-  std::ostringstream out;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  REQUIRE(kstate::daemon::setup_logging("warn", kstate::daemon::LogFormat::text, sink).ok());
+  CapturedLog log("warn", kstate::daemon::LogFormat::text);
   spdlog::info("not shown");
   spdlog::error("apply failed");
-  spdlog::default_logger()->flush();
-  const auto lines = lines_of(out.str());
+  const auto lines = log.lines();
   REQUIRE(lines.size() == 1);
   CHECK_THAT(lines[0], Catch::EndsWith("error apply failed"));
 }
 
 TEST_CASE("text log lines cannot be forged: line breaks and escape sequences in a message are escaped") {
-  RestoreDefaultLogger restore;
-  std::ostringstream out;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  REQUIRE(kstate::daemon::setup_logging("info", kstate::daemon::LogFormat::text, sink).ok());
+  CapturedLog log("info", kstate::daemon::LogFormat::text);
   // What an admission webhook's denial could hold, quoted in a failed state's log line.
   spdlog::error("ConfigMap/default/app: Forbidden: denied\r\n2026-01-01T00:00:00.000 info all good\x1b[2J\x1b[32m");
-  spdlog::default_logger()->flush();
-  const auto lines = lines_of(out.str());
+  const auto lines = log.lines();
   REQUIRE(lines.size() == 1);
   CHECK_THAT(lines[0], Catch::EndsWith("error ConfigMap/default/app: Forbidden: denied\\r\\n2026-01-01T00:00:00.000 "
                                        "info all good\\x1b[2J\\x1b[32m"));
@@ -90,22 +91,15 @@ TEST_CASE("text log lines cannot be forged: line breaks and escape sequences in 
 }
 
 TEST_CASE("text log lines start with an RFC 3339 time that carries its offset from UTC") {
-  RestoreDefaultLogger restore;
-  std::ostringstream out;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  REQUIRE(kstate::daemon::setup_logging("info", kstate::daemon::LogFormat::text, sink).ok());
+  CapturedLog log("info", kstate::daemon::LogFormat::text);
   spdlog::info("hello");
-  spdlog::default_logger()->flush();
-  const auto lines = lines_of(out.str());
+  const auto lines = log.lines();
   REQUIRE(lines.size() == 1);
   CHECK(std::regex_match(lines[0], std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d info hello)")));
 }
 
 TEST_CASE("journal log lines start with their syslog priority and carry no time of their own") {
-  RestoreDefaultLogger restore;
-  std::ostringstream out;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  REQUIRE(kstate::daemon::setup_logging("trace", kstate::daemon::LogFormat::journal, sink).ok());
+  CapturedLog log("trace", kstate::daemon::LogFormat::journal);
   spdlog::trace("request");
   spdlog::debug("detail");
   spdlog::info("created Deployment/demo/web");
@@ -113,7 +107,6 @@ TEST_CASE("journal log lines start with their syslog priority and carry no time 
   spdlog::error("cannot watch /etc/kstate/manifests");
   spdlog::critical("out of memory");
   spdlog::error("denied\n<6>forged");
-  spdlog::default_logger()->flush();
   const std::vector<std::string> expected = {
       "<7>request",
       "<7>detail",
@@ -123,14 +116,11 @@ TEST_CASE("journal log lines start with their syslog priority and carry no time 
       "<2>out of memory",
       "<3>denied\\n<6>forged",  // one line: a message cannot start a line of another priority
   };
-  CHECK(lines_of(out.str()) == expected);
+  CHECK(log.lines() == expected);
 }
 
 TEST_CASE("json log lines carry the structured fields of the line") {
-  RestoreDefaultLogger restore;
-  std::ostringstream out;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  REQUIRE(kstate::daemon::setup_logging("info", kstate::daemon::LogFormat::json, sink).ok());
+  CapturedLog log("info", kstate::daemon::LogFormat::json);
   kstate::LogFields fields;
   fields.state_id = "web-replicas";
   fields.kind = "Deployment";
@@ -142,8 +132,7 @@ TEST_CASE("json log lines carry the structured fields of the line") {
   fields.duration_ms = 4.5;
   kstate::log_with(fields, spdlog::level::info, "configured Deployment/demo/web ({}:{})", "manifests/web.yaml", 12);
   spdlog::info("a line about nothing in particular");
-  spdlog::default_logger()->flush();
-  const auto lines = lines_of(out.str());
+  const auto lines = log.lines();
   REQUIRE(lines.size() == 2);
   rapidjson::Document first;
   first.Parse(lines[0].c_str());

@@ -235,6 +235,20 @@ TEST_CASE("a Namespace or CRD found with another UID than recorded is not listed
   CHECK(harness.server.fake.requests().empty());
 }
 
+TEST_CASE("prune's delete keeps the server's warnings in its result") {
+  Harness harness;
+  harness.server.fake.respond(200, R"({"kind":"Status","status":"Success"})",
+                              {{"warning", R"(299 - "example.com/v1beta1 Widget is deprecated; use v1")"}});
+  const std::vector<states::PlannedDelete> deletes = {
+      {entry("example.com", "v1beta1", "Widget", "team", "old", "u-1"), 0}};
+  harness.resolver.listed.push_back(resource("example.com", "v1beta1", "Widget", "widgets", true));
+  states::RunReport report;
+  std::vector<ObjectKey> removed;
+  run_sync(harness.io, states::delete_pruned(harness.client, harness.resolver, deletes, false, report, removed));
+  REQUIRE(report.results.size() == 1);
+  CHECK(report.results[0].warnings == std::vector<std::string>{"example.com/v1beta1 Widget is deprecated; use v1"});
+}
+
 TEST_CASE("prune's deletes: the recorded UID as precondition, Background, dryRun in test mode") {
   Harness harness;
   const std::vector<states::PlannedDelete> deletes = {{entry("", "v1", "ConfigMap", "team", "old", "u-1"), 0}};
