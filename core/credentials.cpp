@@ -27,7 +27,7 @@ extern char** environ;  // NOLINT: POSIX
 namespace kstate {
 namespace {
 
-using Clock = std::chrono::system_clock;
+using WallClock = std::chrono::system_clock;
 
 std::optional<std::string> read_whole_file(const std::string& path) {
   auto content = read_credential_file(path, "client certificate");
@@ -57,6 +57,9 @@ class KubeconfigCredentialSource final : public CredentialSource {
  public:
   KubeconfigCredentialSource(ClientConfig config, CredentialOptions options)
       : config_(std::move(config)), options_(std::move(options)) {
+    if (!options_.clock) {
+      options_.clock = real_clock();
+    }
     if (!options_.exec_runner) {
       options_.exec_runner = [timeout = options_.exec_timeout](const ExecConfig& exec, const std::string& info) {
         return run_exec_plugin(exec, info, timeout);
@@ -68,7 +71,7 @@ class KubeconfigCredentialSource final : public CredentialSource {
     if (!config_.exec) {
       return false;
     }
-    bool expired = exec_cache_ && exec_cache_->expiration && *exec_cache_->expiration <= options_.clock();
+    bool expired = exec_cache_ && exec_cache_->expiration && *exec_cache_->expiration <= options_.clock->wall_now();
     return !exec_cache_ || expired || after_unauthorized;
   }
 
@@ -78,7 +81,7 @@ class KubeconfigCredentialSource final : public CredentialSource {
     credentials.client_certificate_pem = config_.client_certificate_pem;
     credentials.client_key_pem = config_.client_key_pem;
     if (config_.exec) {
-      auto now = options_.clock();
+      auto now = options_.clock->wall_now();
       bool expired = exec_cache_ && exec_cache_->expiration && *exec_cache_->expiration <= now;
       if (!exec_cache_ || expired || after_unauthorized) {
         auto output = options_.exec_runner(*config_.exec, exec_info_json(*config_.exec, config_));
@@ -101,7 +104,7 @@ class KubeconfigCredentialSource final : public CredentialSource {
       return credentials;
     }
     if (!config_.token_file.empty()) {
-      auto now = options_.clock();
+      auto now = options_.clock->wall_now();
       if (!file_token_read_ || now - file_token_read_at_ >= options_.token_file_refresh || after_unauthorized) {
         auto content = read_credential_file(config_.token_file, "the bearer token file");
         std::string token = content ? std::string(strings::trim(*content)) : std::string();
@@ -145,7 +148,7 @@ class KubeconfigCredentialSource final : public CredentialSource {
     if (config_.client_certificate_file.empty() || config_.client_key_file.empty()) {
       return;
     }
-    auto now = options_.clock();
+    auto now = options_.clock->wall_now();
     if (!certificate_read_at_) {
       certificate_read_at_ = now;  // loaded with the kubeconfig
     }
@@ -170,11 +173,11 @@ class KubeconfigCredentialSource final : public CredentialSource {
 
   ClientConfig config_;
   CredentialOptions options_;
-  std::optional<Clock::time_point> certificate_read_at_;
+  std::optional<WallClock::time_point> certificate_read_at_;
   std::optional<ExecCredentialStatus> exec_cache_;
   std::string file_token_;
   bool file_token_read_ = false;
-  Clock::time_point file_token_read_at_{};
+  WallClock::time_point file_token_read_at_{};
 };
 
 }  // namespace
@@ -212,14 +215,15 @@ std::optional<std::time_t> parse_rfc3339_seconds(std::string_view text) {
   return timegm(&tm) - offset_seconds;
 }
 
-std::optional<Clock::time_point> parse_rfc3339(std::string_view text) {
+std::optional<WallClock::time_point> parse_rfc3339(std::string_view text) {
   auto seconds = parse_rfc3339_seconds(text);
   // Whole seconds the clock holds, with a second to spare for the fractions callers add.
-  constexpr std::time_t limit = std::chrono::duration_cast<std::chrono::seconds>(Clock::duration::max()).count() - 1;
+  constexpr std::time_t limit =
+      std::chrono::duration_cast<std::chrono::seconds>(WallClock::duration::max()).count() - 1;
   if (!seconds || *seconds > limit || *seconds < -limit) {
     return std::nullopt;
   }
-  return Clock::from_time_t(*seconds);
+  return WallClock::from_time_t(*seconds);
 }
 
 std::string exec_info_json(const ExecConfig& exec, const ClientConfig& config) {
@@ -298,7 +302,7 @@ Result<ExecCredentialStatus> parse_exec_credential(std::string_view output, std:
     // expiry never comes, a time before 1678 (Go's zero time is year 1) has passed.
     result.expiration = parse_rfc3339(*expiration);
     if (!result.expiration) {
-      result.expiration = *seconds > 0 ? Clock::time_point::max() : Clock::time_point::min();
+      result.expiration = *seconds > 0 ? WallClock::time_point::max() : WallClock::time_point::min();
     }
   }
   return result;

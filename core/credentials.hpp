@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/kubeconfig.hpp"
 
@@ -64,7 +65,7 @@ std::optional<std::time_t> parse_rfc3339_seconds(std::string_view text);
 // Credentials from a resolved kubeconfig. `clock` is injected so tests check expiry
 // and the one-minute token file re-read without sleeping.
 struct CredentialOptions {
-  std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
+  std::shared_ptr<const Clock> clock;                                 // its wall time; the real clock when null
   ExecRunner exec_runner;                                             // default: run_exec_plugin
   std::chrono::milliseconds exec_timeout = std::chrono::seconds(60);  // the default runner kills the plugin then
   // How often token files and client certificate/key files are re-read (and always

@@ -1,5 +1,5 @@
 // inotify on Asio: the inotify descriptor is read with posix::stream_descriptor, events
-// update a "touched" set, and a steady_timer driven by the Debouncer flushes the batch.
+// update a "touched" set, and a timer driven by the Debouncer flushes the batch.
 // What a touched path means is decided at flush time by looking at the disk (lstat), so
 // any editor's sequence of renames and temp files collapses to its end result.
 #include "daemon/directory_watcher.hpp"
@@ -11,7 +11,6 @@
 
 #include <array>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -47,8 +46,9 @@ bool is_under(const std::string& path, const std::string& directory) {
 
 struct DirectoryWatcher::Impl : std::enable_shared_from_this<DirectoryWatcher::Impl> {
   Impl(asio::any_io_executor executor, fs::path root_path, WatchOptions watch_options, Handler on_changes)
-      : descriptor(executor),
-        timer(executor),
+      : clock(watch_options.clock ? watch_options.clock : real_clock()),
+        descriptor(executor),
+        timer(clock->make_timer(executor)),
         root(root_path.lexically_normal()),
         options(watch_options),
         handler(std::move(on_changes)),
@@ -58,8 +58,9 @@ struct DirectoryWatcher::Impl : std::enable_shared_from_this<DirectoryWatcher::I
     }
   }
 
+  std::shared_ptr<const Clock> clock;
   asio::posix::stream_descriptor descriptor;
-  asio::steady_timer timer;
+  std::unique_ptr<Timer> timer;
   fs::path root;
   WatchOptions options;
   Handler handler;
@@ -247,7 +248,7 @@ struct DirectoryWatcher::Impl : std::enable_shared_from_this<DirectoryWatcher::I
       offset += sizeof event + event.len;
     }
     const bool batch_starts = !debouncer.pending();
-    debouncer.record(Debouncer::Clock::now());
+    debouncer.record(clock->steady_now());
     schedule();
     read_events();
     if (batch_starts && options.on_batch_start) {
@@ -260,12 +261,12 @@ struct DirectoryWatcher::Impl : std::enable_shared_from_this<DirectoryWatcher::I
     if (!deadline) {
       return;
     }
-    timer.expires_at(*deadline);
-    timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    timer->expires_at(*deadline);
+    timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->stopped) {
         return;
       }
-      if (self->debouncer.due(Debouncer::Clock::now(), !self->writing.empty())) {
+      if (self->debouncer.due(self->clock->steady_now(), !self->writing.empty())) {
         self->flush();
       } else {
         self->schedule();
@@ -344,7 +345,7 @@ void DirectoryWatcher::stop() {
   }
   impl_->stopped = true;
   boost::system::error_code ignored;
-  impl_->timer.cancel();
+  impl_->timer->cancel();
   impl_->descriptor.close(ignored);  // closes the inotify descriptor too
 }
 

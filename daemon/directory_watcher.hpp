@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 
 namespace kstate::daemon {
@@ -39,6 +40,8 @@ struct WatchOptions {
   // Called on the first event of each batch, once its debounce has started: the
   // reconciler may prepare for the cycle that follows while the tree settles.
   std::function<void()> on_batch_start;
+  // The debounce's time and timer (tests: a simulated clock); the real clock when null.
+  std::shared_ptr<const Clock> clock;
 };
 
 class DirectoryWatcher {

@@ -9,10 +9,7 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include "core/untrusted_text.hpp"
 
@@ -118,9 +115,10 @@ asio::awaitable<void> watch_kind(std::shared_ptr<DriftWatcher::Shared> shared,
       }
       delay = std::min(delay, shared->options.retry_max);
       spdlog::warn("watch of {}: {}; listing again in {} ms", kind->resource.plural, error.describe(), delay.count());
-      asio::steady_timer timer(co_await asio::this_coro::executor, delay);
-      boost::system::error_code ignored;
-      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      const auto clock = shared->options.clock ? shared->options.clock : real_clock();
+      auto timer = clock->make_timer(co_await asio::this_coro::executor);
+      timer->expires_after(delay);
+      co_await timer->wait();
       continue;
     }
     failures = 0;

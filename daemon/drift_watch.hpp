@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/api_resource.hpp"
+#include "core/clock.hpp"
 #include "core/dynamic_client.hpp"
 #include "core/list_watch.hpp"
 #include "daemon/drift_decision.hpp"
@@ -54,6 +55,7 @@ class DriftWatcher {
     std::int64_t watch_timeout_seconds = 300;
     std::chrono::milliseconds retry_initial{500};
     std::chrono::milliseconds retry_max{30000};
+    std::shared_ptr<const Clock> clock;  // the pause before listing again; the real clock when null
   };
   using DriftHandler = std::function<void(const DriftNotice&)>;
   // The kind whose watch was refused, and the server's words.

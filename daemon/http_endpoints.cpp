@@ -10,7 +10,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -75,7 +74,8 @@ struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
         handler(std::move(handler_)),
         options(options_),
         failure_log(options.failure_log_interval),
-        pause(executor) {}
+        clock(options.clock ? options.clock : real_clock()),
+        pause(clock->make_timer(executor)) {}
 
   struct Connection {
     explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
@@ -88,7 +88,8 @@ struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
   Handler handler;
   HttpServerOptions options;
   LogThrottle failure_log;
-  asio::steady_timer pause;  // the accept loop's backoff after a failure
+  std::shared_ptr<const Clock> clock;
+  std::unique_ptr<Timer> pause;  // the accept loop's backoff after a failure
   HttpServerStats counts;
   // Open connections by arrival: the oldest waiting one makes room under the cap.
   std::map<std::uint64_t, std::shared_ptr<Connection>> connections;
@@ -117,7 +118,7 @@ struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
   void accept_failed(const boost::system::error_code& ec) {
     ++counts.accept_failures;
     std::uint64_t held_back = 0;
-    if (failure_log.should_log(LogThrottle::Clock::now(), held_back)) {
+    if (failure_log.should_log(clock->steady_now(), held_back)) {
       ++counts.failures_logged;
       if (held_back > 0) {
         spdlog::warn("http: accept failed: {} ({} more failures since the last report; retrying with backoff)",
@@ -141,8 +142,8 @@ struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
         // Out of file descriptors, typically: the connection stays queued and accept()
         // would fail again at once. Wait, so that this loop does not spin.
         accept_failed(ec);
-        pause.expires_after(backoff);
-        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        pause->expires_after(backoff);
+        co_await pause->wait();
         backoff = std::min(backoff * 2, options.accept_backoff_max);
         continue;
       }
@@ -250,7 +251,7 @@ void HttpServer::stop() {
   state_->stopped = true;
   boost::system::error_code ignored;
   state_->acceptor.close(ignored);
-  state_->pause.cancel();
+  state_->pause->cancel();
   for (const auto& [id, connection] : state_->connections) {
     connection->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     connection->stream.cancel();

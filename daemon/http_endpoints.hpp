@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "daemon/metrics.hpp"
 
@@ -55,6 +56,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds accept_backoff_max{1'000};
   // accept() failures are logged at most once per this interval, with a count.
   std::chrono::milliseconds failure_log_interval{10'000};
+  // The accept backoff's timer and the failure log's interval (the request deadlines
+  // are Beast's, on the real clock); the real clock when null.
+  std::shared_ptr<const Clock> clock;
 };
 
 // Counts of what the server did, for tests and figures.

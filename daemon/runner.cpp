@@ -12,10 +12,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <csignal>
 #include <cstdio>
 #include <random>
@@ -29,7 +26,6 @@
 
 namespace kstate::daemon {
 namespace asio = boost::asio;
-using SteadyClock = std::chrono::steady_clock;
 
 Duration doubling_backoff(int attempt, Duration initial, Duration maximum) {
   Duration delay = initial;
@@ -115,16 +111,17 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         metrics(metrics_),
         reload(std::move(reload_)),
         options(std::move(runner_options)),
+        clock(options.clock ? options.clock : real_clock()),
         signals(io_context),
-        wake(io_context),
-        resync_timer(io_context),
-        retry_timer(io_context),
-        prune_timer(io_context),
-        settle_timer(io_context),
-        watchdog_timer(io_context),
-        shutdown_timer(io_context),
-        election_timer(io_context),
-        leadership_deadline(io_context) {
+        wake(clock->make_timer(io_context.get_executor())),
+        resync_timer(clock->make_timer(io_context.get_executor())),
+        retry_timer(clock->make_timer(io_context.get_executor())),
+        prune_timer(clock->make_timer(io_context.get_executor())),
+        settle_timer(clock->make_timer(io_context.get_executor())),
+        watchdog_timer(clock->make_timer(io_context.get_executor())),
+        shutdown_timer(clock->make_timer(io_context.get_executor())),
+        election_timer(clock->make_timer(io_context.get_executor())),
+        leadership_deadline(clock->make_timer(io_context.get_executor())) {
     if (!options.random) {
       auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
       options.random = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
@@ -141,20 +138,22 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   RunnerOptions options;
   std::function<void(const DaemonConfig&)> config_applied;
 
+  std::shared_ptr<const Clock> clock;  // every time and timer below
   asio::signal_set signals;
-  asio::steady_timer wake;  // a condition variable for the main loop: cancelled to wake it
-  asio::steady_timer resync_timer;
-  asio::steady_timer retry_timer;  // a full reconcile after one with failures (retry-interval)
+  // The main loop waits on it for work, or until a drift correction is due: cancelled to wake it.
+  std::unique_ptr<Timer> wake;
+  std::unique_ptr<Timer> resync_timer;
+  std::unique_ptr<Timer> retry_timer;  // a full reconcile after one with failures (retry-interval)
   bool retry_armed = false;
-  int failed_full_cycles = 0;      // full reconciles in a row with failures: the retry backoff
-  asio::steady_timer prune_timer;  // prune-delay of quiet after a file change that left objects to prune
+  int failed_full_cycles = 0;          // full reconciles in a row with failures: the retry backoff
+  std::unique_ptr<Timer> prune_timer;  // prune-delay of quiet after a file change that left objects to prune
   bool prune_waiting = false;
-  SteadyClock::time_point prune_due_by{};  // while prune_waiting: when it runs even if the folder is still busy
-  asio::steady_timer settle_timer;         // a full reconcile once files changed moments ago have settled
-  asio::steady_timer watchdog_timer;
-  asio::steady_timer shutdown_timer;
-  asio::steady_timer election_timer;       // the next acquire/renew attempt
-  asio::steady_timer leadership_deadline;  // renew-deadline after the last renewal
+  Clock::SteadyTime prune_due_by{};     // while prune_waiting: when it runs even if the folder is still busy
+  std::unique_ptr<Timer> settle_timer;  // a full reconcile once files changed moments ago have settled
+  std::unique_ptr<Timer> watchdog_timer;
+  std::unique_ptr<Timer> shutdown_timer;
+  std::unique_ptr<Timer> election_timer;       // the next acquire/renew attempt
+  std::unique_ptr<Timer> leadership_deadline;  // renew-deadline after the last renewal
   std::unique_ptr<DirectoryWatcher> watcher;
   std::uint64_t overflows_reported = 0;
   std::unique_ptr<HttpServer> http;
@@ -177,7 +176,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   bool election_answered = false;  // a lease attempt got an answer (standby READY=1 sent)
   std::string election_error;      // last failure, logged once per change
 
-  void wake_up() { wake.cancel(); }
+  void wake_up() { wake->cancel(); }
 
   // /readyz between cycles: what the last cycle found, unless the requests since found
   // the API server gone (a frozen server is noticed within one request deadline).
@@ -199,14 +198,19 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     if (!address) {
       return address.error();
     }
-    http = std::make_unique<HttpServer>(io.get_executor(), [this](std::string_view method, std::string_view target) {
-      const ProbeState live = live_probes();
-      metrics.ready.set({}, live.ready ? 1 : 0);  // kstate_ready says what /readyz says
-      if (target.starts_with("/metrics")) {
-        metrics.sample_process();
-      }
-      return route_endpoint(method, target, live, registry);
-    });
+    HttpServerOptions server_options;
+    server_options.clock = clock;
+    http = std::make_unique<HttpServer>(
+        io.get_executor(),
+        [this](std::string_view method, std::string_view target) {
+          const ProbeState live = live_probes();
+          metrics.ready.set({}, live.ready ? 1 : 0);  // kstate_ready says what /readyz says
+          if (target.starts_with("/metrics")) {
+            metrics.sample_process();
+          }
+          return route_endpoint(method, target, live, registry);
+        },
+        server_options);
     auto port = http->listen(address->host, address->port);
     if (!port) {
       return port.error();
@@ -227,6 +231,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     watch.debounce = config.debounce;
     watch.max_delay = std::max<Duration>(options.watch_max_delay, config.debounce);
     watch.write_hold = options.watch_write_hold;
+    watch.clock = clock;
     watch.on_batch_start = [weak = std::weak_ptr<Impl>(shared_from_this())] {
       if (auto self = weak.lock(); self && !self->stopping) {
         self->reconciler.prepare_for_cycle();
@@ -270,15 +275,15 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   // quiet (a generator rewriting a file every second) does not hold the prune back until
   // the next resync: it runs at the latest prune_wait_limit after the first change.
   void arm_prune() {
-    const auto now = SteadyClock::now();
+    const auto now = clock->steady_now();
     if (!prune_waiting) {
       prune_due_by = now + prune_wait_limit(config.prune_delay);
     }
     prune_waiting = true;
     const bool at_limit = now + config.prune_delay >= prune_due_by;
     // (cancels the wait in progress, if any)
-    prune_timer.expires_at(at_limit ? prune_due_by : now + config.prune_delay);
-    prune_timer.async_wait([self = shared_from_this(), at_limit](const boost::system::error_code& ec) {
+    prune_timer->expires_at(at_limit ? prune_due_by : now + config.prune_delay);
+    prune_timer->async_wait([self = shared_from_this(), at_limit](const boost::system::error_code& ec) {
       if (ec || self->stopping || !self->prune_waiting) {
         return;
       }
@@ -318,8 +323,8 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     if (!interval) {
       return;
     }
-    watchdog_timer.expires_after(*interval);
-    watchdog_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    watchdog_timer->expires_after(*interval);
+    watchdog_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->finished) {
         return;
       }
@@ -330,8 +335,8 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
 
   void schedule_resync() {
     const Duration delay = jittered(config.resync_interval, options.resync_jitter, options.random());
-    resync_timer.expires_after(delay);
-    resync_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    resync_timer->expires_after(delay);
+    resync_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->stopping) {
         return;
       }
@@ -343,7 +348,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   void cancel_retry() {
     retry_armed = false;
     failed_full_cycles = 0;
-    retry_timer.cancel();
+    retry_timer->cancel();
   }
 
   // After each reconcile. A failed state may heal by itself (a namespace that was still
@@ -370,8 +375,8 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     const Duration delay = doubling_backoff(failed_full_cycles + (full ? 0 : 1), config.retry_interval,
                                             std::max(config.retry_interval, config.resync_interval));
     retry_armed = true;
-    retry_timer.expires_after(delay);  // (cancels the wait in progress, if any)
-    retry_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    retry_timer->expires_after(delay);  // (cancels the wait in progress, if any)
+    retry_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->stopping || !self->retry_armed) {
         return;
       }
@@ -398,16 +403,16 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     if (watcher) {
       watcher->stop();
     }
-    resync_timer.cancel();
+    resync_timer->cancel();
     cancel_retry();
-    prune_timer.cancel();
-    settle_timer.cancel();
+    prune_timer->cancel();
+    settle_timer->cancel();
     if (!busy) {
       finish_after_release();
       return;
     }
-    shutdown_timer.expires_after(options.shutdown_grace);
-    shutdown_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    shutdown_timer->expires_after(options.shutdown_grace);
+    shutdown_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->finished) {
         return;
       }
@@ -432,15 +437,15 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     if (watcher) {
       watcher->stop();
     }
-    wake.cancel();
-    resync_timer.cancel();
+    wake->cancel();
+    resync_timer->cancel();
     cancel_retry();
-    prune_timer.cancel();
-    settle_timer.cancel();
-    watchdog_timer.cancel();
-    shutdown_timer.cancel();
-    election_timer.cancel();
-    leadership_deadline.cancel();
+    prune_timer->cancel();
+    settle_timer->cancel();
+    watchdog_timer->cancel();
+    shutdown_timer->cancel();
+    election_timer->cancel();
+    leadership_deadline->cancel();
     // Anything the reconciler still has pending (connection pools, timers) must not keep
     // the process alive past the bound.
     io.stop();
@@ -452,14 +457,14 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
     if (finished || releasing) {
       return;
     }
-    if (!elector || !elector->is_leader(SteadyClock::now())) {
+    if (!elector || !elector->is_leader(clock->steady_now())) {
       finish();
       return;
     }
     releasing = true;
-    election_timer.cancel();
-    shutdown_timer.expires_after(options.release_timeout);
-    shutdown_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    election_timer->cancel();
+    shutdown_timer->expires_after(options.release_timeout);
+    shutdown_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (!ec && !self->finished) {
         spdlog::warn("the lease was not released within {}; exiting", format_duration(self->options.release_timeout));
         self->finish();
@@ -475,7 +480,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   }
 
   asio::awaitable<void> release_lease() {
-    auto record = elector->release_record(SteadyClock::now(), std::chrono::system_clock::now());
+    auto record = elector->release_record(clock->steady_now(), clock->wall_now());
     set_leading(false, "shutting down");
     if (!record) {
       co_return;
@@ -493,7 +498,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
 
   // --- leader election ----------------------------------------------------------------
 
-  bool may_write() const { return !elector || elector->is_leader(SteadyClock::now()); }
+  bool may_write() const { return !elector || elector->is_leader(clock->steady_now()); }
   bool leading_now() const { return !elector || leading; }
 
   std::string lease_name() const {
@@ -516,9 +521,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       pending.request_full("became the leader");
     } else {
       spdlog::warn("not the leader any more ({}): writes stopped", why);
-      resync_timer.cancel();
+      resync_timer->cancel();
       cancel_retry();
-      leadership_deadline.cancel();
+      leadership_deadline->cancel();
       if (!stopping) {
         notifier.status(standby_status());
       }
@@ -528,9 +533,9 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
 
   // Leadership ends at renew-deadline after the last renewal even while an attempt hangs.
   void arm_leadership_deadline() {
-    leadership_deadline.expires_after(config.leader_election.renew_deadline);
-    leadership_deadline.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec && self->leading && !self->elector->is_leader(SteadyClock::now())) {
+    leadership_deadline->expires_after(config.leader_election.renew_deadline);
+    leadership_deadline->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && self->leading && !self->elector->is_leader(self->clock->steady_now())) {
         self->set_leading(false, "the lease could not be renewed within renew-deadline");
       }
     });
@@ -539,7 +544,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   asio::awaitable<void> election_loop() {
     auto self = shared_from_this();
     while (!finished && !releasing) {
-      const auto started_at = SteadyClock::now();
+      const auto started_at = clock->steady_now();
       elector->begin_attempt(started_at);
       std::optional<LeaseRecord> written;
       std::string error;
@@ -549,7 +554,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       }
       if (!current) {
         error = "get lease " + lease_name() + ": " + current.error().describe();
-      } else if (auto write = elector->plan(*current, started_at, std::chrono::system_clock::now())) {
+      } else if (auto write = elector->plan(*current, started_at, clock->wall_now())) {
         LeaseRecord record = write->record;
         Result<LeaseRecord> result = Error(ErrorKind::internal, "not written");
         if (write->create) {
@@ -569,7 +574,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       }
       // A renewal counts from when the attempt started (conservative); a failure is
       // judged at its end.
-      auto step = elector->conclude(written ? started_at : SteadyClock::now(), written, error);
+      auto step = elector->conclude(written ? started_at : clock->steady_now(), written, error);
       if (error != election_error) {
         if (!error.empty()) {
           spdlog::warn("leader election: {}", error);
@@ -590,9 +595,8 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         spdlog::info("{}", standby_status());
       }
       election_answered = election_answered || error.empty();
-      election_timer.expires_after(step.next_attempt);
-      boost::system::error_code ec;
-      co_await election_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      election_timer->expires_after(step.next_attempt);
+      co_await election_timer->wait();
     }
   }
 
@@ -610,7 +614,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
 
   // --- work ---------------------------------------------------------------------------
 
-  void record(const std::string& kind, const ReconcileSummary& summary, SteadyClock::duration took) {
+  void record(const std::string& kind, const ReconcileSummary& summary, Clock::SteadyTime::duration took) {
     const double seconds = std::chrono::duration<double>(took).count();
     metrics.reconciles.add({kind, summary.succeeded() ? "success" : "failure"});
     metrics.reconcile_duration.observe({kind}, seconds);
@@ -624,7 +628,7 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
       metrics.managed_objects.set({}, static_cast<double>(summary.managed_objects));
     }
     if (summary.succeeded()) {
-      const auto now = std::chrono::system_clock::now().time_since_epoch();
+      const auto now = clock->wall_now().time_since_epoch();
       metrics.last_success_timestamp.set({}, std::chrono::duration<double>(now).count());
     }
     metrics.applyset_writer_conflict.set({}, summary.writer_conflict.empty() ? 0 : 1);
@@ -661,16 +665,16 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
 
   asio::awaitable<ReconcileSummary> run_full(const std::string& reason) {
     pending.take_full();  // the full reconcile covers every file event received so far
-    prune_timer.cancel();
+    prune_timer->cancel();
     // It prunes what they removed once the folder is quiet; at the wait's limit, now.
-    const bool overdue = prune_waiting && SteadyClock::now() >= prune_due_by;
+    const bool overdue = prune_waiting && clock->steady_now() >= prune_due_by;
     spdlog::debug("full reconcile: {}", reason);
     busy = true;
-    const auto start = SteadyClock::now();
+    const auto start = clock->steady_now();
     ReconcileSummary summary =
         co_await guarded(reconciler.full_reconcile(overdue ? FullPrune::now : FullPrune::when_quiet));
     busy = false;
-    record("full", summary, SteadyClock::now() - start);
+    record("full", summary, clock->steady_now() - start);
     if (summary.prune_deferred > 0 && !stopping) {
       // The folder changed within prune-delay (a resync right after an edit, a start-up
       // during a write): the same wait as after a file change, its limit kept.
@@ -690,8 +694,8 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   // full reconcile reads it again once it has had time to settle. (A file still open
   // for writing is read again when its writer closes it: the watcher reports that.)
   void arm_settle() {
-    settle_timer.expires_after(std::max<Duration>(config.prune_delay, settle_window));
-    settle_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    settle_timer->expires_after(std::max<Duration>(config.prune_delay, settle_window));
+    settle_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->stopping) {
         return;
       }
@@ -703,10 +707,10 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   asio::awaitable<ReconcileSummary> run_files() {
     auto [changed, removed] = pending.take_files();
     busy = true;
-    const auto start = SteadyClock::now();
+    const auto start = clock->steady_now();
     ReconcileSummary summary = co_await guarded(reconciler.reconcile_files(std::move(changed), std::move(removed)));
     busy = false;
-    record("files", summary, SteadyClock::now() - start);
+    record("files", summary, clock->steady_now() - start);
     if (summary.prune_deferred > 0 && !stopping) {
       spdlog::info("{} object(s) no longer in the manifests: pruned once the folder has been quiet for {}",
                    summary.prune_deferred, format_duration(config.prune_delay));
@@ -721,23 +725,22 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
   // The states of objects edited or deleted through the API (daemon/drift_watch.hpp).
   asio::awaitable<void> run_drift() {
     busy = true;
-    const auto start = SteadyClock::now();
+    const auto start = clock->steady_now();
     ReconcileSummary summary = co_await guarded(reconciler.correct_drift());
     busy = false;
     if (summary.states > 0) {
-      record("drift", summary, SteadyClock::now() - start);
+      record("drift", summary, clock->steady_now() - start);
       notifier.status(summary.describe() + plan_retry(summary, false));
     }
   }
 
   asio::awaitable<void> wait_for_work(std::optional<Duration> at_most = std::nullopt) {
     if (at_most) {
-      wake.expires_after(*at_most);
+      wake->expires_after(*at_most);
     } else {
-      wake.expires_at(SteadyClock::time_point::max());
+      wake->expires_never();
     }
-    boost::system::error_code ec;
-    co_await wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await wake->wait();
   }
 
   void apply_config(DaemonConfig fresh) {
@@ -858,12 +861,12 @@ struct DaemonRunner::Impl : std::enable_shared_from_this<DaemonRunner::Impl> {
         }
         // Drift found by the watches (issue 41): after file work, never during it.
         const auto drift_due = reconciler.drift_due();
-        if (drift_due && *drift_due <= SteadyClock::now()) {
+        if (drift_due && *drift_due <= clock->steady_now()) {
           co_await run_drift();
           continue;
         }
         co_await wait_for_work(
-            drift_due ? std::optional<Duration>(std::chrono::duration_cast<Duration>(*drift_due - SteadyClock::now()))
+            drift_due ? std::optional<Duration>(std::chrono::duration_cast<Duration>(*drift_due - clock->steady_now()))
                       : std::nullopt);
       }
     }

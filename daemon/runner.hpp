@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "daemon/config.hpp"
 #include "daemon/directory_watcher.hpp"
@@ -72,6 +73,9 @@ struct RunnerOptions {
   std::string identity;
   // How long SIGTERM waits for the Lease to be released before exiting anyway.
   Duration release_timeout = std::chrono::seconds(2);
+  // Every time the loop reads and every timer it sets (tests: a simulated clock); the
+  // real clock when null.
+  std::shared_ptr<const Clock> clock;
 };
 
 // Reloads the configuration on SIGHUP (file + the original flags).

@@ -8,9 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -229,8 +226,9 @@ ReconcileSummary summarize(const states::RunReport& report) {
   return summary;
 }
 
-StatesReconciler::StatesReconciler(boost::asio::io_context& io, DaemonConfig config, DaemonMetrics& metrics, Clock now)
-    : io_(io), config_(std::move(config)), metrics_(metrics), now_(std::move(now)) {}
+StatesReconciler::StatesReconciler(boost::asio::io_context& io, DaemonConfig config, DaemonMetrics& metrics,
+                                   std::shared_ptr<const Clock> clock)
+    : io_(io), config_(std::move(config)), metrics_(metrics), clock_(clock ? std::move(clock) : real_clock()) {}
 
 StatesReconciler::~StatesReconciler() = default;
 
@@ -241,7 +239,7 @@ void StatesReconciler::set_memory_release(std::function<void()> release, std::ch
 
 void StatesReconciler::release_memory_when_quiet() {
   if (!release_timer_) {
-    release_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+    release_timer_ = clock_->make_timer(io_.get_executor());
   }
   release_timer_->expires_after(release_delay_);  // cancels the wait of the previous cycle
   release_timer_->async_wait([release = release_memory_](const boost::system::error_code& error) {
@@ -398,7 +396,7 @@ bool StatesReconciler::refresh_file(const std::string& path, Listed listed) {
     // About to read it: a file still being written (or, in a full cycle, changed a
     // moment ago) would give half a manifest. What was read before stays; prune keeps
     // the objects it declared (sources_held); it is read again later.
-    const ManifestSettle settle = classify_manifest(observe_manifest(path), now_(), read_window_);
+    const ManifestSettle settle = classify_manifest(observe_manifest(path), clock_->wall_now(), read_window_);
     if (settle == ManifestSettle::being_written || settle == ManifestSettle::just_changed) {
       unsettled_[path] = settle;
       spdlog::info("{}: {}", path, to_string(settle));
@@ -429,7 +427,7 @@ bool StatesReconciler::refresh_file(const std::string& path, Listed listed) {
   options.variables = variables_;
   // Taken before the loader reads: a write during or after its read has a later ctime,
   // so the fingerprints below (taken after it) are not trusted (see file_fingerprint.hpp).
-  const auto read_at = now_();
+  const auto read_at = clock_->wall_now();
   manifests::LoadResult loaded = manifests::load_file(path, options);
   for (auto& [file, hash] : loaded.file_hashes) {
     files_read_.insert(file);
@@ -467,7 +465,7 @@ bool StatesReconciler::content_unchanged(LoadedFile& entry, Listed listed) {
     // The walk's stat of the listed file was taken after `listed.at`: an earlier time
     // than the stat's own, which can only make the racy-window rule stricter.
     const bool walked = listed.file != nullptr && file == listed.file->path;
-    const auto stat_at = walked ? listed.at : now_();
+    const auto stat_at = walked ? listed.at : clock_->wall_now();
     const std::optional<FileFingerprint> current =
         walked ? std::optional<FileFingerprint>(fingerprint_from(listed.file->target)) : fingerprint_of(file);
     if (!current) {
@@ -539,7 +537,7 @@ std::map<std::string, std::string> StatesReconciler::sources_held(const std::set
     auto found = unsettled_.find(source);
     return found != unsettled_.end() ? std::optional<ManifestSettle>(found->second) : std::nullopt;
   };
-  const std::map<std::string, ManifestSettle> held = held_manifests(sources, now_(), settle_window_, known);
+  const std::map<std::string, ManifestSettle> held = held_manifests(sources, clock_->wall_now(), settle_window_, known);
   for (const auto& [source, settle] : held) {
     if (settle == ManifestSettle::empty || settle == ManifestSettle::not_a_file) {
       spdlog::warn("{}: {}", source, to_string(settle));
@@ -570,7 +568,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile(FullPr
     // a write read now would be applied, and would hide objects from prune.
     for (int waited = 0;; ++waited) {
       list_errors.clear();
-      listed_at = now_();
+      listed_at = clock_->wall_now();
       // One lstat per file (and a stat per symbolic link), which the permission check
       // and the fingerprint use too: a resync of 1,000 files made 3,000 stat calls before.
       listed = manifests::list_manifest_files_with_stat({dir}, list_errors);
@@ -582,9 +580,9 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::full_reconcile(FullPr
       spdlog::debug("the manifests changed {:.0f} ms ago: reading them {:.0f} ms later",
                     std::chrono::duration<double, std::milli>(age).count(),
                     std::chrono::duration<double, std::milli>(wait).count());
-      boost::asio::steady_timer timer(io_, std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait));
-      boost::system::error_code ignored;
-      co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ignored));
+      auto timer = clock_->make_timer(io_.get_executor());
+      timer->expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait));
+      co_await timer->wait();
     }
     // The walk joins plain names to the normalized folder: its paths are normalized.
     std::map<std::string, const manifests::ListedFile*> present;
@@ -623,7 +621,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::reconcile_files(std::
   unsettled_.clear();
   sources_settling_ = 0;
   read_window_ = {};  // the watcher waited for the writes to end already
-  last_file_event_ = now_();
+  last_file_event_ = clock_->wall_now();
   std::set<std::string> to_run;
   bool any_removed = false;
   for (const auto& raw : removed) {

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/dynamic_client.hpp"
 #include "daemon/config.hpp"
 #include "daemon/drift_queue.hpp"
@@ -43,10 +43,11 @@ ReconcileSummary summarize(const states::RunReport& report);
 
 class StatesReconciler : public Reconciler {
  public:
-  using Clock = std::function<std::chrono::system_clock::time_point()>;
-  // `now` is the wall clock file times are compared with (injected by tests).
+  // `clock` (the real one when null): its wall time is what file times are compared
+  // with, its monotonic time and timers pace drift corrections, the wait for files to
+  // settle and the memory release.
   StatesReconciler(boost::asio::io_context& io, DaemonConfig config, DaemonMetrics& metrics,
-                   Clock now = std::chrono::system_clock::now);
+                   std::shared_ptr<const Clock> clock = nullptr);
   ~StatesReconciler() override;
 
   boost::asio::awaitable<ReconcileSummary> full_reconcile(FullPrune prune) override;
@@ -65,11 +66,6 @@ class StatesReconciler : public Reconciler {
   void set_drift_wakeup(std::function<void()> wake) override { drift_wake_ = std::move(wake); }
   std::optional<std::chrono::steady_clock::time_point> drift_due() const override;
   boost::asio::awaitable<ReconcileSummary> correct_drift() override;
-  // The clock of drift debouncing and back-off (tests); steady_clock::now by default.
-  void set_drift_clock(std::function<std::chrono::steady_clock::time_point()> now, DriftQueueOptions options = {}) {
-    steady_now_ = std::move(now);
-    drift_queue_ = DriftQueue(options);
-  }
 
   // Free memory goes back to the system once no cycle has run for `delay` (1 s), not
   // right after each cycle: the next cycle of a burst (a `git pull`, an editor's
@@ -177,7 +173,7 @@ class StatesReconciler : public Reconciler {
   manifests::VariableMap variables_;
   std::vector<std::string> variable_errors_;
   std::map<std::string, LoadedFile> files_;
-  Clock now_;
+  std::shared_ptr<const Clock> clock_;
   std::string host_name_ = states::local_host_name();  // the writer's host (states/writer.hpp)
   // Files this cycle did not read because they were not settled (being written, or
   // changed within the window), with why; cleared when a cycle starts.
@@ -207,14 +203,13 @@ class StatesReconciler : public Reconciler {
   TransportStats counted_;  // transport counters already added to the metrics
   std::function<void()> release_memory_;
   std::chrono::milliseconds release_delay_{1000};
-  std::unique_ptr<boost::asio::steady_timer> release_timer_;
+  std::unique_ptr<Timer> release_timer_;
 
   // Drift (issue 41).
   std::unique_ptr<DriftWatcher> drift_watcher_;
   DriftQueue drift_queue_;
   std::map<std::string, DriftNotice> drift_waiting_;  // by ObjectKey::to_string(), what each correction is for
   std::function<void()> drift_wake_;
-  std::function<std::chrono::steady_clock::time_point()> steady_now_ = std::chrono::steady_clock::now;
   std::set<std::string> watch_forbidden_said_;  // kinds whose 403 was logged
   // The states a drift correction runs (ReconcileOptions::only_states), for run_cycle.
   std::optional<std::set<std::string>> only_states_;

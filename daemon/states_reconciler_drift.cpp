@@ -33,6 +33,7 @@ void StatesReconciler::follow_drift(const std::vector<states::InventoryEntry>& a
     options.field_manager = config_.field_manager;
     options.ownership_labels =
         states::ownership_labels(states::ApplySetParent{config_.applyset_name, config_.applyset_namespace});
+    options.clock = clock_;
     drift_watcher_ = std::make_unique<DriftWatcher>(
         io_.get_executor(), std::move(options), [this](const DriftNotice& notice) { on_drift(notice); },
         [this](const ApiResource& resource, const std::string& message) {
@@ -70,7 +71,7 @@ void StatesReconciler::follow_drift(const std::vector<states::InventoryEntry>& a
 
 void StatesReconciler::on_drift(const DriftNotice& notice) {
   const std::string key = notice.object.to_string();
-  const auto now = steady_now_();
+  const auto now = clock_->steady_now();
   if (auto round = drift_queue_.record(key, now)) {
     // A deletion does not say who deleted (the object is gone with its managedFields).
     const bool deleted = notice.drift == Drift::deleted;
@@ -133,7 +134,7 @@ void StatesReconciler::states_declaring(const states::ObjectKey& object, std::se
 }
 
 boost::asio::awaitable<ReconcileSummary> StatesReconciler::correct_drift() {
-  const auto now = steady_now_();
+  const auto now = clock_->steady_now();
   std::vector<std::string> due = drift_queue_.take_due(now);
   std::set<std::string> ids;
   std::set<std::string> files;
@@ -168,7 +169,7 @@ boost::asio::awaitable<ReconcileSummary> StatesReconciler::correct_drift() {
   unsettled_.clear();
   sources_settling_ = 0;
   ReconcileSummary summary = co_await run_cycle(std::move(files), false);
-  const auto finished = steady_now_();
+  const auto finished = clock_->steady_now();
   for (const auto& key : running) {
     drift_queue_.corrected(key, finished);
   }

@@ -29,7 +29,7 @@ OpenApiSchemas& DiscoveryClient::openapi() {
 }
 
 std::chrono::system_clock::time_point DiscoveryClient::now() const {
-  return options_.clock ? options_.clock() : std::chrono::system_clock::now();
+  return (options_.clock ? options_.clock : real_clock())->wall_now();
 }
 
 boost::asio::awaitable<Status> DiscoveryClient::load() {

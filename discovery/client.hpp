@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/transport.hpp"
 #include "discovery/cache.hpp"
 #include "discovery/discovery.hpp"
@@ -38,7 +39,7 @@ struct DiscoveryOptions {
   bool refresh = false;  // --refresh: do not read the cache (it is still written)
   std::chrono::seconds ttl = std::chrono::hours(6);
   bool legacy_only = false;
-  std::function<std::chrono::system_clock::time_point()> clock;  // injected for TTL tests
+  std::shared_ptr<const Clock> clock;  // its wall time ages the cache (TTL tests); the real clock when null
 };
 
 // What the last load()/refresh() did, for `kstate discover` and metrics.

@@ -25,6 +25,7 @@
 #include "core/dynamic_client.hpp"
 #include "tests/support/api_resources.hpp"
 #include "tests/support/emulator.hpp"
+#include "tests/support/manual_clock.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -366,10 +367,11 @@ TEST_CASE("client certificate files replaced while running: new connections pres
   REQUIRE(config.ok());
   CHECK(config->client_certificate_file == certificate.string());
 
-  auto now = std::chrono::system_clock::from_time_t(1'800'000'000);
-  CredentialOptions options;
-  options.clock = [&now] { return now; };
   boost::asio::io_context io;
+  auto clock =
+      std::make_shared<kstate::testing::ManualClock>(io, std::chrono::system_clock::from_time_t(1'800'000'000));
+  CredentialOptions options;
+  options.clock = clock;
   auto transport = transport_for(io, config.value(), options);
   DynamicClient client(*transport);
   REQUIRE(get_namespace(io, client).ok());
@@ -378,7 +380,7 @@ TEST_CASE("client certificate files replaced while running: new connections pres
   issue_client_certificate(emulator, dir, "rotated-2", certificate, key);
   REQUIRE(get_namespace(io, client).ok());
   CHECK(last_user(emulator) == "rotated-1");  // files are re-read once a minute
-  now += std::chrono::seconds(61);
+  clock->advance(std::chrono::seconds(61));
   REQUIRE(get_namespace(io, client).ok());
   CHECK(last_user(emulator) == "rotated-2");
 
@@ -387,7 +389,7 @@ TEST_CASE("client certificate files replaced while running: new connections pres
   run_process({"openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out",
                spare_key.string()});
   replace_file(key, read_file(spare_key));
-  now += std::chrono::seconds(61);
+  clock->advance(std::chrono::seconds(61));
   REQUIRE(get_namespace(io, client).ok());
   CHECK(last_user(emulator) == "rotated-2");
   CHECK(transport->stats().requests["GET 401"] == 0);

@@ -10,6 +10,7 @@
 
 #include "core/encoding.hpp"
 #include "core/json.hpp"
+#include "tests/support/manual_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace credentials_test {
@@ -22,11 +23,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct FakeClock {
-  std::chrono::system_clock::time_point now = std::chrono::system_clock::from_time_t(1'800'000'000);
-  std::function<std::chrono::system_clock::time_point()> function() {
-    return [this] { return now; };
-  }
+// Simulated time for the credentials' expiry and re-reads (they set no timer on it).
+struct SimulatedTime {
+  boost::asio::io_context io;
+  std::shared_ptr<kstate::testing::ManualClock> clock;
+  explicit SimulatedTime(Clock::WallTime start = std::chrono::system_clock::from_time_t(1'800'000'000))
+      : clock(std::make_shared<kstate::testing::ManualClock>(io, start)) {}
 };
 
 // A plugin that counts its runs, records KUBERNETES_EXEC_INFO and prints a token
@@ -90,31 +92,30 @@ TEST_CASE("a token file is re-read after a minute or after a 401, so rotation wo
   write_file(dir.path() / "token", "first\n");
   ClientConfig config;
   config.token_file = (dir.path() / "token").string();
-  FakeClock clock;
+  SimulatedTime time;
   CredentialOptions options;
-  options.clock = clock.function();
+  options.clock = time.clock;
   auto source = make_credential_source(config, options);
   CHECK(source->get(false)->authorization == "Bearer first");
   write_file(dir.path() / "token", "second\n");
-  clock.now += 30s;
+  time.clock->advance(30s);
   CHECK(source->get(false)->authorization == "Bearer first");  // cached for a minute
-  clock.now += 31s;
+  time.clock->advance(31s);
   CHECK(source->get(false)->authorization == "Bearer second");
   write_file(dir.path() / "token", "third");
   CHECK(source->get(true)->authorization == "Bearer third");  // a 401 forces a re-read
   // While the file is briefly missing during a rotation, the last token is kept.
   std::filesystem::remove(dir.path() / "token");
-  clock.now += 61s;
+  time.clock->advance(61s);
   CHECK(source->get(false)->authorization == "Bearer third");
 }
 
 TEST_CASE("an exec plugin (v1) runs with KUBERNETES_EXEC_INFO and is cached until it expires", "[credentials]") {
   TempDir dir;
-  FakeClock clock;
   auto config = exec_config(dir, "client.authentication.k8s.io/v1", "2027-01-15T08:00:00Z");
-  clock.now = *parse_rfc3339("2027-01-15T07:00:00Z");
+  SimulatedTime time(*parse_rfc3339("2027-01-15T07:00:00Z"));
   CredentialOptions options;
-  options.clock = clock.function();
+  options.clock = time.clock;
   auto source = make_credential_source(config, options);
 
   CHECK(source->get(false)->authorization == "Bearer exec-token-1");
@@ -128,11 +129,11 @@ TEST_CASE("an exec plugin (v1) runs with KUBERNETES_EXEC_INFO and is cached unti
         encoding::base64_encode("CA"));
   CHECK(json::find_path(*info, {"spec", "interactive"})->IsFalse());
 
-  clock.now += 30min;
+  time.clock->advance(30min);
   CHECK(source->get(false)->authorization == "Bearer exec-token-1");  // still valid: not re-run
   CHECK(read_file(dir.path() / "count") == "1\n");
   CHECK(source->get(true)->authorization == "Bearer exec-token-2");  // 401: re-run once
-  clock.now += 31min;                                                // past expirationTimestamp
+  time.clock->advance(31min);                                        // past expirationTimestamp
   CHECK(source->get(false)->authorization == "Bearer exec-token-3");
   CHECK(read_file(dir.path() / "count") == "3\n");
 }

@@ -1,6 +1,8 @@
 // The watcher against real inotify and real files: editors' save patterns, slow writers,
 // ConfigMap volume updates, a removed and recreated root, new subdirectories and a real
-// queue overflow. Debounce is short (40 ms) so the suite stays fast.
+// queue overflow. The debounce runs on a simulated clock (tests/support/manual_clock.hpp):
+// inotify queues an event before the file operation returns, so a test reads the
+// events already queued, then lets simulated time pass; none waits in real time.
 #include "daemon/directory_watcher.hpp"
 
 #include <unistd.h>
@@ -11,7 +13,9 @@
 #include <fstream>
 #include <optional>
 #include <random>
-#include <thread>
+#include <sstream>
+
+#include "tests/support/manual_clock.hpp"
 
 namespace directory_watcher_test {
 
@@ -35,6 +39,7 @@ struct WatchedTree {
   fs::path base;
   fs::path root;
   boost::asio::io_context io;
+  std::shared_ptr<kstate::testing::ManualClock> clock = std::make_shared<kstate::testing::ManualClock>(io);
   std::vector<ChangeBatch> batches;
   std::vector<std::string> contents_at_batch;  // content of `probe` when each batch arrived
   std::vector<std::size_t> batch_starts;       // at each on_batch_start: how many batches had arrived
@@ -62,6 +67,7 @@ struct WatchedTree {
     options.max_delay = 2s;
     options.write_hold = 3s;
     options.on_batch_start = [this] { batch_starts.push_back(batches.size()); };
+    options.clock = clock;
     watcher = std::make_unique<DirectoryWatcher>(io.get_executor(), root, options, [this](ChangeBatch batch) {
       contents_at_batch.push_back(probe.empty() ? std::string() : read_file(probe));
       batches.push_back(std::move(batch));
@@ -69,22 +75,24 @@ struct WatchedTree {
     REQUIRE(watcher->start().ok());
   }
 
-  // Runs the event loop until the next batch arrives.
-  std::optional<ChangeBatch> next_batch(std::chrono::milliseconds timeout = 3000ms) {
+  // The next batch within `window` of simulated time: the events already queued are
+  // read, then time moves on a quarter of the debounce at a time.
+  std::optional<ChangeBatch> batch_within(std::chrono::milliseconds window) {
     const std::size_t seen = batches.size();
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (batches.size() == seen && std::chrono::steady_clock::now() < deadline) {
+    for (auto elapsed = 0ms; batches.size() == seen && elapsed < window; elapsed += 10ms) {
       io.restart();
-      io.run_for(10ms);
+      io.poll();  // reads what inotify has queued (the operations were done before)
+      clock->advance(10ms);
     }
     if (batches.size() == seen) {
       return std::nullopt;
     }
     return batches[seen];
   }
+  std::optional<ChangeBatch> next_batch() { return batch_within(10s); }
 
-  // True when no batch arrives for a while (several debounce periods).
-  bool quiet_for(std::chrono::milliseconds window = 250ms) { return !next_batch(window).has_value(); }
+  // True when no batch arrives for several debounce periods.
+  bool quiet_for(std::chrono::milliseconds window = 250ms) { return !batch_within(window).has_value(); }
 
   std::string at(const std::string& relative) const { return (root / relative).string(); }
 };
@@ -211,16 +219,14 @@ TEST_CASE("watcher: a slow writer (cat > file, pauses longer than debounce) give
   tree.probe = tree.root / "slow.yaml";
   tree.start();
   const std::string full = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: slow\n";
-  std::thread writer([&] {
-    std::ofstream out(tree.probe);
-    std::istringstream lines(full);
-    for (std::string line; std::getline(lines, line);) {
-      out << line << "\n" << std::flush;
-      std::this_thread::sleep_for(100ms);  // longer than the 40 ms debounce
-    }
-  });
+  std::ofstream out(tree.probe);
+  std::istringstream lines(full);
+  for (std::string line; std::getline(lines, line);) {
+    out << line << "\n" << std::flush;
+    CHECK_FALSE(tree.batch_within(100ms));  // a pause longer than the 40 ms debounce: still open for writing
+  }
+  out.close();
   auto batch = tree.next_batch();
-  writer.join();
   REQUIRE(batch);
   CHECK(batch->changed == Paths{tree.at("slow.yaml")});
   CHECK(tree.contents_at_batch.back() == full);  // never seen half-written

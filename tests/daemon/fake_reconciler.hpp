@@ -1,20 +1,19 @@
 // A Reconciler for runner tests: records every call (thread-safe, the test thread reads
 // while the daemon loop runs), answers scripted summaries, and can take time like a
-// real reconcile so shutdown and overlap can be observed. MemoryLeases is a Lease
+// real reconcile (on the injected clock) so shutdown and overlap can be observed. MemoryLeases is a Lease
 // store shared with the test (which can play another candidate or a failing API).
 #pragma once
 
 #include <utility>
 // (Boost 1.74's awaitable.hpp needs <utility> first.)
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 
+#include "core/clock.hpp"
 #include "daemon/reconciler.hpp"
 
 namespace kstate::testing {
@@ -90,13 +89,15 @@ class FakeReconciler final : public daemon::Reconciler {
     std::vector<std::string> changed;
     std::vector<std::string> removed;
     bool finished = false;
-    bool may_write = true;         // the write gate when the reconcile started
-    bool may_write_at_end = true;  // and when it finished
-    std::chrono::steady_clock::time_point started{};
+    bool may_write = true;            // the write gate when the reconcile started
+    bool may_write_at_end = true;     // and when it finished
+    Clock::SteadyTime started{};      // on `clock`
     std::size_t prepared_before = 0;  // prepare_for_cycle calls before this one started
     bool prune_now = false;           // full: FullPrune::now (the runner's wait reached its limit)
   };
 
+  // What a reconcile's start is timed with and its duration waits on (set before start).
+  std::shared_ptr<const Clock> clock = real_clock();
   // Leader election: the Lease store this reconciler hands out (none: unsupported).
   std::shared_ptr<MemoryLeases> leases;
   Result<std::unique_ptr<daemon::AsyncLeaseStore>> lease_store(const daemon::LeaderElectionConfig& config) override {
@@ -202,8 +203,8 @@ class FakeReconciler final : public daemon::Reconciler {
     {
       std::lock_guard lock(mutex_);
       index = calls_.size();
-      calls_.push_back({kind, changed, removed, false, !gate_ || gate_(), true, std::chrono::steady_clock::now(),
-                        prepared_, prune_now});
+      calls_.push_back(
+          {kind, changed, removed, false, !gate_ || gate_(), true, clock->steady_now(), prepared_, prune_now});
       duration = duration_;
       defer_prune = defer_prune_ && kind == "files";
       if (kind == "full" && !prune_now && busy_fulls_left_ > 0) {
@@ -227,8 +228,9 @@ class FakeReconciler final : public daemon::Reconciler {
       }
     }
     if (duration.count() > 0) {
-      boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, duration);
-      co_await timer.async_wait(boost::asio::use_awaitable);
+      auto timer = clock->make_timer(co_await boost::asio::this_coro::executor);
+      timer->expires_after(duration);
+      co_await timer->wait();
     }
     daemon::ReconcileSummary summary;
     if (api_down) {

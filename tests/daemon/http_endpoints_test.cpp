@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "tests/daemon/http_client.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace http_endpoints_test {
 
@@ -139,19 +140,27 @@ TEST_CASE("log throttle: one line per interval, with the count of those held bac
 
 namespace {
 
+HttpServerOptions on_clock(HttpServerOptions options, std::shared_ptr<const kstate::Clock> clock) {
+  options.clock = std::move(clock);
+  return options;
+}
+
 struct Served {
   boost::asio::io_context io;
+  std::shared_ptr<kstate::testing::ManualClock> clock = std::make_shared<kstate::testing::ManualClock>(io);
   MetricsRegistry registry;
   ProbeState probes;
   HttpServer server;
   unsigned short port = 0;
-  explicit Served(HttpServerOptions options)
+  // `simulated_time`: the accept backoff and the failure log's interval on `clock`,
+  // which the test advances (the request deadlines are real socket timeouts).
+  explicit Served(HttpServerOptions options, bool simulated_time = false)
       : server(
             io.get_executor(),
             [this](std::string_view method, std::string_view target) {
               return route_endpoint(method, target, probes, registry);
             },
-            options) {
+            on_clock(std::move(options), simulated_time ? clock : nullptr)) {
     auto bound = server.listen("127.0.0.1", 0);
     REQUIRE(bound.ok());
     port = *bound;
@@ -194,10 +203,18 @@ TEST_CASE("http server: a flood of idle connections cannot lock a probe out; idl
   auto health = kstate::testing::http_get(served.port, "/healthz");
   const double probe_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   CHECK(health.status == 200);
-  std::this_thread::sleep_for(600ms);  // past the request deadline of the last ones
-  std::promise<kstate::daemon::HttpServerStats> stats;
-  boost::asio::post(served.io, [&] { stats.set_value(served.server.stats()); });
-  auto seen = stats.get_future().get();
+  auto read_stats = [&] {
+    std::promise<kstate::daemon::HttpServerStats> stats;
+    boost::asio::post(served.io, [&] { stats.set_value(served.server.stats()); });
+    return stats.get_future().get();
+  };
+  // The last ones are closed at their request deadline (a real socket timeout, Beast's):
+  // polled for, bounded.
+  auto seen = read_stats();
+  for (const auto deadline = std::chrono::steady_clock::now() + 5s;
+       (seen.open != 0 || seen.timed_out == 0) && std::chrono::steady_clock::now() < deadline; seen = read_stats()) {
+    std::this_thread::sleep_for(10ms);
+  }
   CHECK(seen.accepted >= 201);
   CHECK(seen.evicted >= 190);
   CHECK(seen.timed_out >= 1);
@@ -224,7 +241,7 @@ TEST_CASE("http server: accept() failing for want of descriptors backs off and i
   options.accept_backoff_initial = 10ms;
   options.accept_backoff_max = 200ms;
   options.failure_log_interval = 1s;
-  Served served(options);
+  Served served(options, true);
   // Connections wait in the backlog while the loop is not running; then this process
   // runs out of descriptors, so every accept() fails with EMFILE.
   std::vector<int> waiting;
@@ -241,7 +258,8 @@ TEST_CASE("http server: accept() failing for want of descriptors backs off and i
   tight.rlim_cur = static_cast<rlim_t>(lowest_free);
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
   const double cpu_before = cpu_seconds();
-  served.io.run_for(3s);
+  served.io.poll();           // the first accept fails, the backoff starts
+  served.clock->advance(3s);  // each retry when its backoff ends
   const double cpu_used = cpu_seconds() - cpu_before;
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
   const auto starved = served.server.stats();
@@ -250,7 +268,9 @@ TEST_CASE("http server: accept() failing for want of descriptors backs off and i
   CHECK(starved.failures_logged >= 2);
   CHECK(starved.failures_logged <= 4);  // once per second
   CHECK(cpu_used < 0.5);
-  // Descriptors back: the waiting connections are accepted and a probe answered.
+  // Descriptors back: at the end of its backoff (200 ms at most) the loop accepts the
+  // waiting connections, and a probe is answered.
+  served.clock->advance(200ms);
   served.io.restart();
   std::thread loop([&] { served.io.run(); });
   auto health = kstate::testing::http_get(served.port, "/healthz");

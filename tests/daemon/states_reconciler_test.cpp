@@ -45,6 +45,20 @@ std::string stored_value(Emulator& emulator, const std::string& name) {
   return value != nullptr && value->IsString() ? value->GetString() : "";
 }
 
+// The real clock with its wall time `ahead` of the machine's (file times are real ones).
+class AheadClock final : public kstate::Clock {
+ public:
+  explicit AheadClock(const std::chrono::seconds& ahead) : ahead_(ahead) {}
+  SteadyTime steady_now() const override { return kstate::real_clock()->steady_now(); }
+  WallTime wall_now() const override { return kstate::real_clock()->wall_now() + ahead_; }
+  std::unique_ptr<kstate::Timer> make_timer(const boost::asio::any_io_executor& executor) const override {
+    return kstate::real_clock()->make_timer(executor);
+  }
+
+ private:
+  const std::chrono::seconds& ahead_;  // the fixture's, which tests move
+};
+
 void set_modified(const std::filesystem::path& path, const timespec& modified) {
   const timespec times[2] = {{0, UTIME_OMIT}, modified};
   REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
@@ -72,8 +86,7 @@ struct Fixture {
     // No watches: run_sync runs the io_context until no work is left, and a watch never
     // ends (drift through watches: drift_e2e_test.cpp).
     config.watch_drift = false;
-    auto reconciler = std::make_unique<StatesReconciler>(io, config, metrics,
-                                                         [this] { return std::chrono::system_clock::now() + ahead; });
+    auto reconciler = std::make_unique<StatesReconciler>(io, config, metrics, std::make_shared<AheadClock>(ahead));
     // At once: run_sync runs the io_context until no work is left, the release's wait included.
     reconciler->set_memory_release(nullptr, 0ms);
     // Files written a moment ago are read at once (the tests of the window set it).

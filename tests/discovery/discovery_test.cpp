@@ -12,6 +12,7 @@
 #include "core/dynamic_client.hpp"
 #include "discovery/client.hpp"
 #include "tests/support/emulator.hpp"
+#include "tests/support/manual_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace discovery_test {
@@ -101,7 +102,8 @@ TEST_CASE("aggregated discovery fills the mapper, the cache then answers with ze
 
   // Past the TTL the cache is revalidated with its ETags: 304, same data, two requests.
   DiscoveryOptions later = options;
-  later.clock = [] { return std::chrono::system_clock::now() + std::chrono::hours(7); };
+  later.clock = std::make_shared<kstate::testing::ManualClock>(
+      session.io, kstate::real_clock()->wall_now() + std::chrono::hours(7));
   DiscoveryClient stale(*session.client->transport, session.client->config.server, later);
   REQUIRE(run_sync(session.io, stale.load()).ok());
   CHECK(stale.stats().revalidated);
