@@ -13,6 +13,7 @@
 #include "states/engine_impl.hpp"
 #include "states/requisites.hpp"
 #include "states/state_id_label.hpp"
+#include "states/updated_decision.hpp"
 
 namespace kstate::states {
 
@@ -143,13 +144,20 @@ ObjectWait Engine::Impl::object_wait(Slot& slot) {
 
 asio::awaitable<void> Engine::Impl::updated(std::size_t index) {
   Slot& slot = slots[index];
-  if (states[index].strategy_given && states[index].strategy != Strategy::apply) {
+  // What object_updated does is decide_updated's (updated_decision.hpp); this gathers
+  // its facts and acts.
+  UpdatedFacts facts;
+  facts.strategy_given = states[index].strategy_given;
+  facts.strategy = states[index].strategy;
+  facts.test_mode = options.test_mode;
+  if (decide_updated(facts) == UpdatedAction::refuse_strategy) {
     fail(index, std::string("object_updated takes `strategy: apply` (server-side apply) or no strategy (a merge "
                             "patch), not ") +
                     manifests::to_string(states[index].strategy) + ", which is object_present's");
     co_return;
   }
-  if (made_by_the_cluster_here(index)) {
+  facts.made_by_the_cluster_here = made_by_the_cluster_here(index);
+  if (facts.made_by_the_cluster_here) {
     live_objects.read_when_run(index);
   }
   auto got = co_await live_object(index);
@@ -158,33 +166,45 @@ asio::awaitable<void> Engine::Impl::updated(std::size_t index) {
     co_return;
   }
   const json::Value* found = *got;
-  if (found->IsNull() && options.test_mode && pending_objects.count(slot.ref.display()) > 0) {
-    co_await would_update_created(index);
-    co_return;
-  }
-  if (found->IsNull() && made_by_the_cluster_here(index) && !options.test_mode) {
+  facts.created_by_this_run = options.test_mode && pending_objects.count(slot.ref.display()) > 0;
+  json::Document desired = desired_object(index, false);
+  UpdatedAction action = UpdatedAction::fail_missing;
+  for (;;) {
+    facts.exists = !found->IsNull();
+    if (facts.exists) {
+      manifests::leave_fields_to_others(desired, *found, ignored_fields(index));
+      facts.stored_subset = is_stored_subset(desired, *found, stored_form(slot));
+    }
+    action = decide_updated(facts);
+    if (action != UpdatedAction::wait_for_the_cluster) {
+      break;
+    }
     auto made = co_await made_by_the_cluster(index);
     if (!made.ok()) {
       fail(index, made.error().describe());
       co_return;
     }
     found = *made;
+    if (found->IsNull()) {
+      break;  // (until_exists succeeded: not expected; reported missing)
+    }
   }
-  const json::Value& live = *found;
-  if (live.IsNull()) {
+  if (action == UpdatedAction::would_update_created) {
+    co_await would_update_created(index);
+    co_return;
+  }
+  if (action == UpdatedAction::fail_missing || action == UpdatedAction::wait_for_the_cluster) {
     fail(index, slot.ref.display() + " does not exist");
     co_return;
   }
-  json::Document desired = desired_object(index, false);
-  manifests::leave_fields_to_others(desired, live, ignored_fields(index));
-  if (is_stored_subset(desired, live, stored_form(slot))) {
+  const json::Value& live = *found;
+  if (action == UpdatedAction::already_good) {
     succeed(index, "already good");
     co_await after_update(index, live);
     co_return;
   }
-  const bool apply = states[index].strategy_given && states[index].strategy == Strategy::apply;
   Result<json::Document> written = Error(ErrorKind::internal, "not sent");
-  if (apply) {
+  if (action == UpdatedAction::apply) {
     written = co_await update_apply(index, desired);
   } else {
     written = co_await patch(slot, PatchType::merge, desired);
@@ -250,7 +270,8 @@ asio::awaitable<void> Engine::Impl::absent(std::size_t index, bool fresh) {
     co_return;
   }
   const json::Value& live = **got;
-  if (live.IsNull()) {
+  const AbsentAction action = decide_absent({!live.IsNull(), options.test_mode, state.wait.enabled});
+  if (action == AbsentAction::already_absent) {
     succeed(index, "already absent");
     co_return;
   }
@@ -259,14 +280,16 @@ asio::awaitable<void> Engine::Impl::absent(std::size_t index, bool fresh) {
   remove.propagation_policy = state.propagation;
   auto removed = co_await delete_object(slot, remove);
   if (!removed.ok()) {
-    if (removed.error().kind == ErrorKind::not_found) {
+    // Gone meanwhile only when the 404 names the object: a "404 page not found" (a path
+    // the server does not serve) says nothing about it.
+    if (removed.error().object_missing()) {
       succeed(index, "already absent");
     } else {
       fail(index, removed.error().describe());
     }
     co_return;
   }
-  if (!options.test_mode && state.wait.enabled) {
+  if (action == AbsentAction::remove_and_wait) {
     const std::string deleted_uid = string_at(live, {"metadata", "uid"});
     if (auto gone = co_await wait_gone(index, state.wait, deleted_uid); !gone.ok()) {
       fail(index, gone.error().message);

@@ -58,6 +58,8 @@ struct Server {
   std::optional<std::string> made_before_create;
   // GETs after a DELETE that still find the object (finalizers running).
   int reads_while_deleting = 0;
+  // DELETEs answered "404 page not found" (a path not served, e.g. a proxy in front).
+  bool delete_not_served = false;
   int next_uid = 1;
 
   Server() {
@@ -111,6 +113,9 @@ struct Server {
       return answer(200, patched);
     }
     if (request.verb == "DELETE" && request.path == web_path) {
+      if (delete_not_served) {
+        return answer(404, "404 page not found");
+      }
       if (!web) {
         return answer(404, status(404, "NotFound"));
       }
@@ -274,6 +279,16 @@ TEST_CASE("object_absent deletes the object and waits until it is gone") {
   CHECK(again.result == std::optional<bool>(true));
   CHECK(again.comment == "already absent");
   CHECK(again.change == Change::none);
+}
+
+TEST_CASE("object_absent whose DELETE is answered 404 page not found fails: the object is not known gone") {
+  Harness harness;
+  (void)harness.run(Function::object_present, "one");
+  harness.server.delete_not_served = true;
+  auto result = harness.run(Function::object_absent, "one");
+  CHECK(result.result == std::optional<bool>(false));
+  CHECK(result.comment.find("already absent") == std::string::npos);
+  CHECK(harness.server.web.has_value());
 }
 
 TEST_CASE("test mode sends its writes with dryRun=All and changes nothing") {
